@@ -1,0 +1,32 @@
+# neurips26: NeurIPS 2026 papers re-run against their baselines, one DAG.
+# Run: make run (or: snakemake --cores all --profile profiles/default)
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/shared.smk"
+include: "workflow/rules/nar_dit.smk"
+include: "workflow/rules/report.smk"
+
+
+onstart:
+    start_tracking()
+
+
+onsuccess:
+    end_tracking("FINISHED")
+
+
+onerror:
+    end_tracking("FAILED")
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,142 @@
+"""`neurips26`: the one entry point every Snakemake rule calls.
+
+    neurips26 <paper> <step> --params JSON --out DIR [--input NAME=PATH ...]
+    neurips26 list [--configfile FILE ...]
+    neurips26 report --claims FILE ... --out DIR
+
+Heavy libraries (torch, lightning, mlflow) are imported inside the steps, so start-up is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .papers import available, info
+
+
+def _step_help() -> str:
+    lines = ["papers and their steps:"]
+    for paper in available():
+        mod = info(paper)
+        lines.append(f"  {paper:<16} {' -> '.join(mod.STEPS)}    {mod.TITLE}")
+    lines += ["", "other commands:",
+              "  list             each enabled paper with the variants and seeds the config would run",
+              "  report           gather every paper's claims.csv into results/summary.{md,csv}"]
+    return "\n".join(lines)
+
+
+def _parse_inputs(items: list[str]) -> dict[str, Path]:
+    inputs = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise SystemExit(f"neurips26: --input expects NAME=PATH, got {item!r}")
+        inputs[name] = Path(path)
+    return inputs
+
+
+def _run_step(paper: str, step: str, args) -> int:
+    import importlib
+
+    mod = info(paper)
+    if step not in mod.STEPS:
+        raise SystemExit(f"neurips26: paper '{paper}' has no step '{step}'; steps: {', '.join(mod.STEPS)}")
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"neurips26: --params is not valid JSON ({exc})")
+    inputs = _parse_inputs(args.input)
+    for name, path in inputs.items():
+        if not path.exists():
+            raise SystemExit(f"neurips26 {paper} {step}: input '{name}' ({path}) does not exist")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    job = {"rule": args.rule, "wildcards": json.loads(args.wildcards) if args.wildcards else {}}
+    params.setdefault("threads", args.threads)
+
+    from .core import seeding, tracking
+
+    seeding.seed_everything(int(params.get("seed", 0)), threads=args.threads)
+    steps = importlib.import_module(f"{mod.__name__}.steps")
+    started = time.perf_counter()
+    with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking) as run:
+        written = getattr(steps, step)(params=params, inputs=inputs, out=out)
+        if written:
+            run.outputs = list(written)
+        run.log_metrics({"job_seconds": time.perf_counter() - started})
+    print(f"neurips26 {paper} {step}: done in {time.perf_counter() - started:.1f}s -> {out}")
+    return 0
+
+
+def _list(args) -> int:
+    from .core.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.workflow_dir, args.configfile)
+    except ConfigError as exc:
+        raise SystemExit(f"neurips26: {exc}")
+    print(f"scale: {config['scale']}")
+    for paper in config["papers"]:
+        block = config[paper]
+        variants = block.get("run_variants") or list(block.get("variants", {})) or ["-"]
+        seeds = block.get("seeds", [0])
+        print(f"{paper:<16} variants: {', '.join(variants)}   seeds: {', '.join(map(str, seeds))}")
+    return 0
+
+
+def _report(args) -> int:
+    from .core import report, tracking
+
+    out = Path(args.out)
+    with tracking.job_run("summary", "report", {"claims": args.claims}, out,
+                          job={"rule": "report"}, enabled=not args.no_tracking) as run:
+        run.outputs = report.summarize([Path(p) for p in args.claims], out)
+    print(f"neurips26 report: {out / 'summary.md'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="neurips26", description="Re-run NeurIPS 2026 papers against their baselines.",
+        epilog=_step_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="{<paper>,list,report}")
+
+    p_list = sub.add_parser("list", help="papers, variants and seeds the config would run")
+    p_list.add_argument("--configfile", action="append", default=[], help="extra config on top of config/config.yaml")
+    p_list.add_argument("--workflow-dir", default=".", help="folder holding config/ and workflow/")
+
+    p_report = sub.add_parser("report", help="summary table of every paper's claims")
+    p_report.add_argument("--claims", nargs="+", required=True)
+    p_report.add_argument("--out", required=True)
+    p_report.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+
+    for paper in available():
+        mod = info(paper)
+        p = sub.add_parser(paper, help=mod.TITLE)
+        p.add_argument("step", choices=mod.STEPS)
+        p.add_argument("--params", default="{}", help="the step's params as JSON")
+        p.add_argument("--out", required=True, help="output folder of the step")
+        p.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
+        p.add_argument("--threads", type=int, default=1, help="torch threads (fixed for reproducibility)")
+        p.add_argument("--rule", default="", help="the Snakemake rule running this step (for tracking)")
+        p.add_argument("--wildcards", default="", help="the Snakemake job's wildcards as JSON (for tracking)")
+        p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "list":
+        return _list(args)
+    if args.command == "report":
+        return _report(args)
+    return _run_step(args.command, args.step, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

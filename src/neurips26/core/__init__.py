@@ -1,0 +1,1 @@
+"""Parts every paper uses: config, tracking, trainer, seeding, io, plotting, metrics, claims."""

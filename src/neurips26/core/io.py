@@ -1,0 +1,106 @@
+"""Atomic, safe file output: every write goes to a temp file in the same folder, then renames."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temp path beside `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_bytes(path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(path, text: str) -> None:
+    write_bytes(path, text.encode())
+
+
+def _json_default(obj):
+    # numpy and torch scalars
+    if hasattr(obj, "item"):
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    raise TypeError(f"cannot write {type(obj).__name__} as JSON")
+
+
+def dumps_json(obj: Any) -> str:
+    """Canonical JSON: sorted keys, fixed float formatting, so equal data give equal bytes."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default, allow_nan=True) + "\n"
+
+
+def write_json(path, obj: Any) -> None:
+    write_text(path, dumps_json(obj))
+
+
+def read_json(path) -> Any:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"expected input file {path} does not exist")
+    return json.loads(path.read_text())
+
+
+def write_csv(path, rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None) -> None:
+    rows = list(rows)
+    if columns is None:
+        columns = list(rows[0].keys()) if rows else []
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="raise")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    write_text(path, buf.getvalue())
+
+
+def read_csv(path) -> list[dict[str, str]]:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"expected input file {path} does not exist")
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def save_tensors(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None) -> None:
+    """Save a flat dict of tensors as safetensors (contiguous copies, atomic)."""
+    from safetensors.torch import save_file
+
+    clean = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+    with atomic_path(path) as tmp:
+        save_file(clean, str(tmp), metadata=dict(metadata) if metadata else None)
+
+
+def load_tensors(path) -> dict:
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"expected tensor file {path} does not exist")
+    return load_file(str(path))
+
+
+def load_tensor_metadata(path) -> dict[str, str]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return dict(f.metadata() or {})

@@ -1,0 +1,51 @@
+"""Metric helpers shared by papers: Frechet distance and KID in a given feature network."""
+
+from __future__ import annotations
+
+
+class _Features:
+    """Wrap a feature network as the torchmetrics custom feature extractor (needs num_features)."""
+
+    @staticmethod
+    def wrap(net, num_features: int):
+        import torch
+
+        class FeatureExtractor(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = net
+                self.num_features = num_features
+
+            def forward(self, x):
+                with torch.no_grad():
+                    return self.net(x)
+
+        return FeatureExtractor().eval()
+
+
+def frechet_and_kid(feature_net, num_features: int, real, fake, batch_size: int = 256,
+                    kid_subsets: int = 20, kid_subset_size: int | None = None, seed: int = 0) -> dict:
+    """Frechet distance and KID (mean, std) between `real` and `fake` images in `feature_net`'s
+    features, through torchmetrics' custom-feature path. Images are float tensors as the
+    network expects them. The KID subset draw is seeded, so the result is deterministic."""
+    import torch
+    from torchmetrics.image.fid import FrechetInceptionDistance
+    from torchmetrics.image.kid import KernelInceptionDistance
+
+    extractor = _Features.wrap(feature_net, num_features)
+    n = min(len(real), len(fake))
+    subset = kid_subset_size or max(2, min(100, n // 2))
+    fid = FrechetInceptionDistance(feature=extractor, normalize=True, reset_real_features=True)
+    kid = KernelInceptionDistance(feature=extractor, normalize=True, subsets=kid_subsets,
+                                  subset_size=subset)
+    for images, is_real in ((real, True), (fake, False)):
+        for start in range(0, len(images), batch_size):
+            chunk = images[start:start + batch_size]
+            fid.update(chunk, real=is_real)
+            kid.update(chunk, real=is_real)
+    fd = float(fid.compute())
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    kid_mean, kid_std = kid.compute()
+    torch.random.set_rng_state(state)
+    return {"fd": fd, "kid_mean": float(kid_mean), "kid_std": float(kid_std)}

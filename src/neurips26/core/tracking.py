@@ -1,0 +1,205 @@
+"""MLflow tracking: one experiment per paper, one run per job, a parent run per invocation.
+
+The store and the experiments are created once, before any job (`start_invocation`, called
+from the Snakefile's `onstart:`), because parallel jobs opening a fresh SQLite store race on
+its schema migration. The parent runs reach the jobs through NEURIPS26_PARENT_RUNS (JSON:
+paper -> run id). With no MLFLOW_TRACKING_URI the store is sqlite:///<cwd>/results/mlflow.db.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+PARENT_ENV = "NEURIPS26_PARENT_RUNS"
+TAG = "neurips26"
+
+
+def tracking_uri() -> str:
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if uri:
+        return uri
+    return f"sqlite:///{(Path.cwd() / 'results' / 'mlflow.db').resolve()}"
+
+
+def experiment_name(paper: str) -> str:
+    return f"neurips26/{paper}"
+
+
+def _is_local_sqlite(uri: str) -> bool:
+    return uri.startswith("sqlite:///")
+
+
+def _client():
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    uri = tracking_uri()
+    if _is_local_sqlite(uri):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    return MlflowClient(tracking_uri=uri)
+
+
+def ensure_experiment(client, paper: str) -> str:
+    name = experiment_name(paper)
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    artifact_location = None
+    uri = tracking_uri()
+    if _is_local_sqlite(uri):
+        root = Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts" / paper
+        artifact_location = root.resolve().as_uri()
+    return client.create_experiment(name, artifact_location=artifact_location)
+
+
+def git_state(repo: str | Path = ".") -> dict[str, str]:
+    """The commit and whether the checkout has uncommitted changes ('unknown' outside git)."""
+    def run(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                                  timeout=10, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    commit = run("rev-parse", "HEAD")
+    status = run("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit or "unknown",
+            "dirty": "unknown" if status is None else str(bool(status)).lower()}
+
+
+def start_invocation(papers: list[str]) -> dict[str, str]:
+    """Create the store, each paper's experiment and a parent run in it; export their ids."""
+    client = _client()
+    git = git_state()
+    parents = {}
+    for paper in papers:
+        exp_id = ensure_experiment(client, paper)
+        run = client.create_run(exp_id, run_name="snakemake invocation", tags={
+            f"{TAG}.paper": paper, f"{TAG}.step": "invocation",
+            "mlflow.source.git.commit": git["commit"], f"{TAG}.git_dirty": git["dirty"],
+        })
+        parents[paper] = run.info.run_id
+    os.environ[PARENT_ENV] = json.dumps(parents)
+    return parents
+
+
+def end_invocation(status: str) -> None:
+    """Close the parent runs that start_invocation opened (FINISHED or FAILED)."""
+    parents = json.loads(os.environ.get(PARENT_ENV, "{}"))
+    if not parents:
+        return
+    client = _client()
+    for run_id in parents.values():
+        client.set_terminated(run_id, status=status)
+
+
+def flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested params as dotted keys with string values (MLflow params are flat strings)."""
+    out: dict[str, str] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = json.dumps(value) if not isinstance(value, str) else value
+    return out
+
+
+class JobRun:
+    """Handle to the active job run: log metrics, know the run id for Lightning's logger."""
+
+    def __init__(self, run_id: str, experiment: str):
+        self.run_id = run_id
+        self.experiment = experiment
+        # files to log as artifacts; None means every file under the job's out folder
+        self.outputs: list[Path] | None = None
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        import mlflow
+
+        clean = {k: float(v) for k, v in metrics.items() if v is not None}
+        if clean:
+            mlflow.log_metrics(clean, step=step)
+
+
+class _NoRun(JobRun):
+    def __init__(self):
+        super().__init__(run_id="", experiment="")
+
+    def log_metrics(self, metrics, step=None) -> None:
+        pass
+
+
+_ACTIVE: JobRun = _NoRun()
+
+
+def active() -> JobRun:
+    """The job run of this process (a no-op logger when tracking is off)."""
+    return _ACTIVE
+
+
+@contextmanager
+def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
+            job: Mapping[str, Any] | None = None, enabled: bool = True) -> Iterator[JobRun]:
+    """One MLflow run for one job: tags, params, and every file under `out` as artifacts."""
+    global _ACTIVE
+    if not enabled:
+        yield _ACTIVE
+        return
+    import mlflow
+
+    client = _client()
+    exp_id = ensure_experiment(client, paper)
+    job = dict(job or {})
+    git = git_state()
+    tags = {
+        f"{TAG}.paper": paper,
+        f"{TAG}.step": step,
+        f"{TAG}.variant": str(params.get("variant", "")),
+        f"{TAG}.seed": str(params.get("seed", "")),
+        f"{TAG}.git_dirty": git["dirty"],
+        "mlflow.source.git.commit": git["commit"],
+        f"{TAG}.out": str(out),
+    }
+    if job.get("rule"):
+        tags["snakemake.rule"] = str(job["rule"])
+    if job.get("wildcards"):
+        tags["snakemake.wildcards"] = json.dumps(job["wildcards"], sort_keys=True)
+    parent = json.loads(os.environ.get(PARENT_ENV, "{}")).get(paper)
+    if parent:
+        tags["mlflow.parentRunId"] = parent
+    name = "/".join(str(x) for x in (step, params.get("variant"), params.get("seed")) if x not in (None, ""))
+    run = mlflow.start_run(experiment_id=exp_id, run_name=name, tags=tags)
+    _ACTIVE = JobRun(run.info.run_id, experiment_name(paper))
+    try:
+        mlflow.log_params({k: v[:6000] for k, v in flatten(params).items()})
+        yield _ACTIVE
+        _log_outputs(out, _ACTIVE.outputs)
+    except BaseException:
+        mlflow.end_run(status="FAILED")
+        _ACTIVE = _NoRun()
+        raise
+    mlflow.end_run(status="FINISHED")
+    _ACTIVE = _NoRun()
+
+
+def _log_outputs(out: Path, files: list[Path] | None, max_bytes: int = 200 * 2**20) -> None:
+    """The job's output files as artifacts (checkpoint folders stay local)."""
+    import mlflow
+
+    out = Path(out)
+    if not out.exists():
+        return
+    if files is None:
+        files = [p for p in out.rglob("*") if p.is_file()]
+    for path in sorted(Path(p) for p in files):
+        rel = path.relative_to(out)
+        if rel.parts[0] == "checkpoints" or path.name.startswith(".") or path.stat().st_size > max_bytes:
+            continue
+        mlflow.log_artifact(str(path), artifact_path=str(rel.parent) if rel.parent != Path(".") else None)

@@ -1,0 +1,1 @@
+"""Data generators and loaders shared by several papers."""

@@ -1,0 +1,361 @@
+"""The steps the CLI calls for nar_dit: prepare -> classifier -> train -> evaluate -> figures.
+
+Each takes (params, inputs, out): params from the config (see
+workflow/schemas/papers/nar_dit.schema.yaml), inputs by name, and the output folder.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.seeding import generator
+from neurips26.core.trainer import fit, make_trainer
+
+from .model import DiT, DiTConfig, RoutingPolicy, train_step_flops
+
+SPLITS = ("train", "heldout", "reference")
+
+
+# ---------------------------------------------------------------- prepare
+def prepare(params, inputs, out: Path):
+    """Generate (or index) the image set: train, held-out and a fresh reference split."""
+    from .data import LatentFolder, synthetic
+
+    d = params["data"]
+    if d["source"] == "imagenet_latents":
+        folder = LatentFolder(d["features_dir"], d["labels_dir"])
+        n_ref = min(d["reference_size"], len(folder))
+        picks = torch.randperm(len(folder), generator=generator(d["seed"]))[:2 * n_ref].tolist()
+        ref = [folder[i] for i in picks[:n_ref]]
+        held = [folder[i] for i in picks[n_ref:]]
+        tensors = {"reference_x": torch.stack([x for x, _ in ref]), "reference_y": torch.stack([y for _, y in ref]),
+                   "heldout_x": torch.stack([x for x, _ in held]), "heldout_y": torch.stack([y for _, y in held])}
+        manifest = {"source": d["source"], "train_size": len(folder), "shape": list(folder.shape()),
+                    "features_dir": str(d["features_dir"]), "labels_dir": str(d["labels_dir"])}
+    else:
+        counts = {"train": d["train_per_class"] * 10, "heldout": d["heldout_per_class"] * 10,
+                  "reference": d["reference_size"]}
+        tensors = synthetic(d["source"], d["image_size"], counts, d["seed"])
+        manifest = {"source": d["source"], "shape": list(tensors["train_x"].shape[1:]),
+                    **{f"{k}_size": v for k, v in counts.items()}}
+    io.save_tensors(out / "images.safetensors", tensors)
+    io.write_json(out / "manifest.json", manifest)
+
+
+def _load_images(inputs) -> tuple[dict, dict]:
+    data_dir = inputs["data"]
+    return io.load_tensors(data_dir / "images.safetensors"), io.read_json(data_dir / "manifest.json")
+
+
+# ---------------------------------------------------------------- classifier
+def classifier(params, inputs, out: Path):
+    """Train the FD_cls feature network on a fresh generated set; report its accuracy."""
+    from neurips26.data.images import shapes
+
+    from .classifier import ClassifierModule, FeatureCNN, accuracy
+
+    c, d = params["classifier"], params["data"]
+    images, manifest = _load_images(inputs)
+    if manifest["source"] == "imagenet_latents":
+        raise ValueError("config key 'nar_dit.evaluate.metric': use 'inception' with ImageNet latents; "
+                         "the FD_cls classifier is for the generated image sets")
+    if manifest["source"] == "shapes":
+        x, y = shapes(c["train_size"], d["image_size"], seed=c["seed"])
+        x, y = torch.from_numpy(x), torch.from_numpy(y)
+    else:  # digits: the train split, the only labelled images that are not the reference
+        x, y = images["train_x"], images["train_y"]
+    net = FeatureCNN(x.shape[1], c["width"], c["features"])
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=c["batch_size"],
+                                         shuffle=True, generator=generator(c["seed"]), drop_last=True)
+    trainer, resume = make_trainer(out, params, c["steps"])
+    fit(trainer, ClassifierModule(net, c["lr"]), loader, resume)
+    acc = accuracy(net, images["reference_x"], images["reference_y"])
+    tracking.active().log_metrics({"classifier/reference_accuracy": acc})
+    io.save_tensors(out / "classifier.safetensors", net.state_dict(),
+                    metadata={"in_channels": str(x.shape[1]), "width": str(c["width"]), "features": str(c["features"])})
+    io.write_json(out / "metrics.json", {"reference_accuracy": acc, "train_size": len(x)})
+
+
+def _load_classifier(path: Path):
+    from .classifier import FeatureCNN
+
+    meta = io.load_tensor_metadata(path)
+    net = FeatureCNN(int(meta["in_channels"]), int(meta["width"]), int(meta["features"]))
+    net.load_state_dict(io.load_tensors(path))
+    return net.eval()
+
+
+# ---------------------------------------------------------------- train
+def _model_config(params, shape) -> DiTConfig:
+    m = params["model"]
+    return DiTConfig(image_size=shape[-1], in_channels=shape[0], patch=m["patch"], depth=m["depth"],
+                     hidden=m["hidden"], heads=m["heads"], mlp_ratio=m["mlp_ratio"],
+                     num_classes=m["num_classes"], class_dropout=m["class_dropout"])
+
+
+def _policy(params) -> RoutingPolicy:
+    v, t = params["variant_settings"], params["train"]
+    return RoutingPolicy(kind=v["kind"], ratio=v.get("ratio", 0.0), ratios=tuple(v.get("ratios", ())),
+                         boundaries=tuple(v.get("boundaries", (1 / 3, 2 / 3))),
+                         route_start=t["route_start"], route_end=t["route_end"])
+
+
+def _snapshot_steps(train) -> list[int]:
+    every, total = train["eval_every"], train["steps"]
+    return sorted({*range(every, total + 1, every), total})
+
+
+def train(params, inputs, out: Path):
+    """Train one regime (dit, tread, nar, nar_inverted) for one seed; save EMA snapshots."""
+    from .data import LatentFolder
+    from .diffusion import FlowMatchingDiT
+
+    t = params["train"]
+    images, manifest = _load_images(inputs)
+    if manifest["source"] == "imagenet_latents":
+        dataset = LatentFolder(manifest["features_dir"], manifest["labels_dir"])
+        shape = manifest["shape"]
+    else:
+        dataset = torch.utils.data.TensorDataset(images["train_x"] * 2 - 1, images["train_y"])
+        shape = list(images["train_x"].shape[1:])
+    cfg = _model_config(params, shape)
+    policy = _policy(params)
+    model = DiT(cfg)
+    snapshots = _snapshot_steps(t)
+    module = FlowMatchingDiT(model, policy, t["lr"], t["weight_decay"], t["warmup_steps"], t["ema_decay"], snapshots)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=t["batch_size"], shuffle=True, drop_last=True,
+                                         generator=generator(params["seed"]), num_workers=t["num_workers"])
+    trainer, resume = make_trainer(out, params, t["steps"], checkpoint_every=t["checkpoint_every"])
+    fit(trainer, module, loader, resume)
+    flat = {f"{step}/{k}": v for step, state in module.snapshots.items() for k, v in state.items()}
+    io.save_tensors(out / "snapshots.safetensors", flat, metadata={"steps": ",".join(map(str, sorted(module.snapshots)))})
+    flops = train_step_flops(cfg, policy, t["batch_size"])
+    dense = train_step_flops(cfg, RoutingPolicy(), t["batch_size"])
+    io.write_json(out / "train.json", {
+        "steps": t["steps"], "snapshot_steps": sorted(module.snapshots),
+        "flops_per_step": flops, "dense_flops_per_step": dense, "mean_routing_ratio": policy.mean_ratio(),
+        "params": sum(p.numel() for p in model.parameters()),
+    })
+    # wall-clock differs run to run, so it lives apart from the reproducible outputs
+    io.write_json(out / "timing.json", {"train_seconds": {str(k): v for k, v in sorted(module.train_seconds.items())}})
+
+
+# ---------------------------------------------------------------- evaluate
+def _load_snapshots(path: Path) -> dict[int, dict]:
+    flat = io.load_tensors(path)
+    steps = [int(s) for s in io.load_tensor_metadata(path)["steps"].split(",")]
+    return {s: {k.split("/", 1)[1]: v for k, v in flat.items() if k.startswith(f"{s}/")} for s in steps}
+
+
+def _generate(model, n, num_classes, shape, e, seed) -> tuple[torch.Tensor, torch.Tensor]:
+    from .diffusion import sample
+
+    g = generator(10_000 + seed)  # the same noise and labels for every regime of a seed
+    y = torch.arange(n) % num_classes
+    noise = torch.randn(n, *shape, generator=g)
+    chunks = []
+    for i in range(0, n, e["batch_size"]):
+        chunks.append(sample(model, y[i:i + e["batch_size"]], noise[i:i + e["batch_size"]],
+                             e["sampling_steps"], e["sampler"], e["cfg_scale"]))
+    return ((torch.cat(chunks) + 1) / 2).clamp(0, 1), y
+
+
+def evaluate(params, inputs, out: Path):
+    """FD_cls, KID and classifier accuracy of samples along training; the route-sensitivity per
+    noise group and the train/held-out loss gap of the final model."""
+    from neurips26.core.metrics import frechet_and_kid
+
+    from .diffusion import flow_loss, noise_group_edges, route_sensitivity
+
+    e, t = params["evaluate"], params["train"]
+    seed = params["seed"]
+    images, manifest = _load_images(inputs)
+    if e["metric"] != "fd_cls":
+        raise ValueError("config key 'nar_dit.evaluate.metric': only 'fd_cls' is computed offline; "
+                         "'inception' needs Inception weights and a VAE decoder (see the paper README)")
+    feature_net = _load_classifier(inputs["classifier"] / "classifier.safetensors")
+    shape = list(images["train_x"].shape[1:])
+    cfg = _model_config(params, shape)
+    policy = _policy(params)
+    model = DiT(cfg).eval()
+    snapshots = _load_snapshots(inputs["train"] / "snapshots.safetensors")
+    reference = images["reference_x"]
+    curve, kid, acc = {}, {}, {}
+    for step, state in sorted(snapshots.items()):
+        model.load_state_dict(state)
+        fake, labels = _generate(model, e["samples"], cfg.num_classes, shape, e, seed)
+        scores = frechet_and_kid(feature_net.features, feature_net.num_features, reference, fake, seed=seed)
+        with torch.no_grad():
+            acc[str(step)] = (feature_net(fake).argmax(1) == labels).double().mean().item()
+        curve[str(step)], kid[str(step)] = scores["fd"], scores["kid_mean"]
+        tracking.active().log_metrics({"fd_cls": scores["fd"], "kid": scores["kid_mean"],
+                                       "sample_accuracy": acc[str(step)]}, step=step)
+        print(f"step {step}: FD_cls {scores['fd']:.3f}  KID {scores['kid_mean']:.4f}  acc {acc[str(step)]:.3f}", flush=True)
+    io.save_tensors(out / "samples.safetensors", {"images": fake[:40], "labels": labels[:40]})  # final model
+
+    # mechanism: route sensitivity and generalisation gap per noise group, at the final model
+    g = generator(20_000 + seed)
+    bounds = list(e["noise_group_boundaries"])
+    edges = [0.0, *noise_group_edges(bounds), 1.0]
+    group_names = ["low", "mid", "high"] if len(edges) == 4 else [f"g{i}" for i in range(len(edges) - 1)]
+    n_probe = min(len(images["train_x"]), len(images["heldout_x"]), e["probe_samples"])
+    x_train, y_train = images["train_x"][:n_probe] * 2 - 1, images["train_y"][:n_probe]
+    x_held, y_held = images["heldout_x"][:n_probe] * 2 - 1, images["heldout_y"][:n_probe]
+    sensitivity, loss_train, loss_held = {}, {}, {}
+    for name, lo, hi in zip(group_names, edges[:-1], edges[1:]):
+        tg = lo + (hi - lo) * torch.rand(n_probe, generator=g)
+        eps = torch.randn(x_train.shape, generator=g)
+        with torch.no_grad():
+            loss_train[name] = flow_loss(model, x_train, y_train, tg, eps).item()
+            loss_held[name] = flow_loss(model, x_held, y_held, tg, eps).item()
+        sensitivity[name] = route_sensitivity(model, x_held, y_held, tg, e["probe_ratio"], t["route_start"],
+                                              t["route_end"], e["probe_repeats"], g)
+    final = str(max(snapshots))
+    metrics = {
+        "variant": params["variant"], "seed": seed, "steps": sorted(snapshots), "fd_cls": curve, "kid": kid,
+        "sample_accuracy": acc, "final_fd_cls": curve[final], "final_kid": kid[final],
+        "final_sample_accuracy": acc[final], "route_sensitivity": sensitivity,
+        "loss_train": loss_train, "loss_heldout": loss_held,
+        "generalization_gap": {k: loss_held[k] - loss_train[k] for k in group_names},
+        "mean_generalization_gap": sum(loss_held[k] - loss_train[k] for k in group_names) / len(group_names),
+        "noise_group_t_edges": edges,
+    }
+    tracking.active().log_metrics({f"route_sensitivity/{k}": v for k, v in sensitivity.items()}
+                                  | {f"generalization_gap/{k}": v for k, v in metrics["generalization_gap"].items()})
+    io.write_json(out / "metrics.json", metrics)
+
+
+# ---------------------------------------------------------------- figures
+REGIME_LABELS = {"dit": "DiT (no routing)", "tread": "TREAD (ratio 0.5)", "nar": "NAR (low<mid<high)",
+                 "nar_inverted": "inverted NAR (control)"}
+COLOURS = {"dit": "#444444", "tread": "#1f77b4", "nar": "#d62728", "nar_inverted": "#2ca02c"}
+
+
+def _steps_to_reach(curve: dict[str, float], target: float) -> float:
+    for step in sorted(curve, key=int):
+        if curve[step] <= target:
+            return float(step)
+    return math.nan
+
+
+def figures(params, inputs, out: Path):
+    """FD_cls against steps, FLOPs and wall-clock; speedups; mechanism plots; tables; claims."""
+    variants, seeds, scale = params["run_variants"], params["seeds"], params["scale"]
+    runs = {v: [io.read_json(inputs["evals"] / v / f"seed{s}" / "metrics.json") for s in seeds] for v in variants}
+    train_info = {v: [io.read_json(inputs["trains"] / v / f"seed{s}" / "train.json") for s in seeds] for v in variants}
+    timing = {v: [io.read_json(inputs["trains"] / v / f"seed{s}" / "timing.json")["train_seconds"] for s in seeds]
+              for v in variants}
+    steps = runs["dit"][0]["steps"]
+    total = steps[-1]
+    figdir = out / "figures"
+
+    def curves(v, key="fd_cls"):
+        return [[r[key][str(s)] for s in steps] for r in runs[v]]
+
+    # FD_cls against steps, GFLOPs and wall-clock
+    for name, xlabel, xs in (
+        ("fd_vs_steps", "training steps", lambda v: steps),
+        ("fd_vs_flops", "training compute (PFLOP, estimated)", lambda v: [s * train_info[v][0]["flops_per_step"] / 1e15 for s in steps]),
+        ("fd_vs_wallclock", "training wall-clock (s, mean over seeds, this machine)",
+         lambda v: [sum(tm[str(s)] for tm in timing[v]) / len(timing[v]) for s in steps]),
+    ):
+        fig, axes = plotting.figure()
+        ax = axes[0, 0]
+        for v in variants:
+            plotting.mean_band(ax, xs(v), curves(v), REGIME_LABELS.get(v, v), COLOURS.get(v))
+        dit_final = sum(r["final_fd_cls"] for r in runs["dit"]) / len(runs["dit"])
+        ax.axhline(dit_final, ls="--", color="#888888", lw=1, label="DiT final FD_cls")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("FD_cls (lower is better)")
+        ax.set_yscale("log")
+        ax.set_title(f"nar_dit: FD_cls vs {xlabel.split(' (')[0]} ({scale} scale)")
+        ax.legend()
+        plotting.save(fig, figdir / f"{name}.png")
+
+    # speedup: steps to reach DiT's final FD_cls (mean over DiT seeds)
+    target = sum(r["final_fd_cls"] for r in runs["dit"]) / len(runs["dit"])
+    reach = {v: [_steps_to_reach(r["fd_cls"], target) for r in runs[v]] for v in variants}
+    # a run that never reaches the target is counted as reaching it one eval interval late
+    late = total + (steps[1] - steps[0] if len(steps) > 1 else total)
+    speedup = {v: [total / (s if not math.isnan(s) else late) for s in reach[v]] for v in variants}
+
+    # mechanism: route sensitivity and generalisation gap per noise group
+    groups = list(runs["dit"][0]["route_sensitivity"])
+    fig, axes = plotting.figure(ncols=2)
+    width = 0.8 / len(variants)
+    for panel, (key, ylabel) in enumerate((("route_sensitivity", "route sensitivity (relative MSE, lower = flatter)"),
+                                           ("generalization_gap", "held-out minus train loss (lower is better)"))):
+        ax = axes[0, panel]
+        for i, v in enumerate(variants):
+            vals = [[r[key][g] for g in groups] for r in runs[v]]
+            means = [sum(col) / len(col) for col in zip(*vals)]
+            xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(groups))]
+            ax.bar(xs, means, width, label=f"{REGIME_LABELS.get(v, v)} (n={len(vals)})", color=COLOURS.get(v))
+            for j, col in enumerate(zip(*vals)):
+                ax.plot([xs[j]] * len(col), col, "k.", ms=3)
+        ax.set_xticks(range(len(groups)), [f"{g} noise" for g in groups])
+        ax.set_ylabel(ylabel)
+        ax.set_title(key.replace("_", " ") + " per noise group (final EMA)")
+        ax.legend()
+    plotting.save(fig, figdir / "mechanism.png")
+
+    # samples of the final models, seed 0
+    sample_sets = {v: io.load_tensors(inputs["evals"] / v / f"seed{seeds[0]}" / "samples.safetensors") for v in variants}
+    fig, axes = plotting.figure(ncols=1, nrows=len(variants), width=8, height=1.2)
+    for ax, v in zip(axes[:, 0], variants):
+        imgs = sample_sets[v]["images"][:20]
+        strip = torch.cat(list(imgs), dim=2).permute(1, 2, 0).numpy()
+        ax.imshow(strip, interpolation="nearest")
+        ax.set_axis_off()
+        ax.set_title(f"{REGIME_LABELS.get(v, v)}: samples, classes 0-9 twice", fontsize=8)
+    plotting.save(fig, figdir / "samples.png")
+
+    # per-regime table
+    rows = []
+    for v in variants:
+        rows.append({
+            "regime": v,
+            "final_fd_cls": claims.fmt([r["final_fd_cls"] for r in runs[v]]),
+            "final_kid": claims.fmt([r["final_kid"] for r in runs[v]]),
+            "sample_accuracy": claims.fmt([r["final_sample_accuracy"] for r in runs[v]]),
+            "steps_to_dit_final_fd": claims.fmt(reach[v]),
+            "speedup_vs_dit": claims.fmt(speedup[v]),
+            "gflops_per_step": f"{train_info[v][0]['flops_per_step'] / 1e9:.2f}",
+            "mean_routing_ratio": f"{train_info[v][0]['mean_routing_ratio']:.3f}",
+            "train_seconds": claims.fmt([tm[str(total)] for tm in timing[v]]),
+            "route_sensitivity_high": claims.fmt([r["route_sensitivity"][groups[-1]] for r in runs[v]]),
+            "mean_generalization_gap": claims.fmt([r["mean_generalization_gap"] for r in runs[v]]),
+        })
+    io.write_csv(out / "summary.csv", rows)
+
+    # claims
+    final = {v: [r["final_fd_cls"] for r in runs[v]] for v in variants}
+    gap = {v: [r["mean_generalization_gap"] for r in runs[v]] for v in variants}
+    sens_high = {v: [r["route_sensitivity"][groups[-1]] for r in runs[v]] for v in variants}
+    P = "nar_dit"
+    rows = [
+        claims.row(P, "NAR reaches DiT's final FD_cls in fewer steps", "speedup in steps to DiT's final FD_cls, higher is better",
+                   "nar", speedup["nar"], "dit", speedup["dit"], True, scale, "fd_vs_steps.png", paper_value="15.6x (ImageNet-256)"),
+        claims.row(P, "NAR improves generation quality over DiT", "final FD_cls, lower is better",
+                   "nar", final["nar"], "dit", final["dit"], False, scale, "fd_vs_steps.png"),
+    ]
+    if "tread" in variants:
+        rows += [
+            claims.row(P, "NAR outperforms TREAD at the same mean routing ratio", "final FD_cls, lower is better",
+                       "nar", final["nar"], "tread", final["tread"], False, scale, "fd_vs_steps.png"),
+            claims.row(P, "TREAD converges faster than DiT", "speedup in steps to DiT's final FD_cls, higher is better",
+                       "tread", speedup["tread"], "dit", speedup["dit"], True, scale, "fd_vs_steps.png"),
+            claims.row(P, "routing regularises route sensitivity", f"route sensitivity at {groups[-1]} noise, lower is better",
+                       "tread", sens_high["tread"], "dit", sens_high["dit"], False, scale, "mechanism.png"),
+        ]
+    rows.append(claims.row(P, "NAR shrinks the train/held-out loss gap", "held-out minus train flow loss, lower is better",
+                           "nar", gap["nar"], "dit", gap["dit"], False, scale, "mechanism.png"))
+    if "nar_inverted" in variants:
+        rows.append(claims.row(P, "more routing at high noise beats the inverted schedule", "final FD_cls, lower is better",
+                               "nar", final["nar"], "nar_inverted", final["nar_inverted"], False, scale, "fd_vs_steps.png"))
+    claims.write_claims(out / "claims.csv", rows)
+    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

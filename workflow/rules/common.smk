@@ -1,0 +1,100 @@
+# Helpers only, no rules: config validation, targets, params lookup, code stamp, tracking hooks.
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+import neurips26
+from neurips26.core.config import ConfigError, validate_config
+
+try:
+    _validated = validate_config(config, workflow.basedir)
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
+config.clear()
+config.update(_validated)
+
+PAPERS = config["papers"]
+THREADS = config["threads_per_job"]
+# The CLI of the interpreter that runs Snakemake, so rules need no activated venv.
+CLI = f"{sys.executable} -m neurips26"
+ENV = "../../envs/neurips26.yaml"
+_TARGETS = {}
+_STAMPS = {}
+
+
+def register_targets(paper, targets):
+    """Each paper's rules file names the final outputs `rule all` needs when it is enabled."""
+    _TARGETS[paper] = list(targets)
+
+
+def all_targets():
+    return [t for paper in PAPERS for t in _TARGETS.get(paper, [])] + ["results/summary.md"]
+
+
+def code_stamp(paper):
+    """Hash of the code a paper's steps run (core/, data/ and its own package): a change to
+    it changes the rules' params, so Snakemake reruns that paper's jobs."""
+    if paper not in _STAMPS:
+        root = Path(neurips26.__file__).parent
+        digest = hashlib.sha256()
+        for folder in ("core", "data", f"papers/{paper}"):
+            for path in sorted((root / folder).rglob("*.py")):
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+        _STAMPS[paper] = digest.hexdigest()[:16]
+    return _STAMPS[paper]
+
+
+def paper_params(paper, *sections, **extra):
+    """A params function: the named sections of the paper's config block as JSON, plus the
+    job's variant (its settings merged in under 'variant_settings') and seed from wildcards."""
+    block = config[paper]
+    missing = [s for s in sections if s not in block]
+    if missing:
+        raise WorkflowError(f"config key '{paper}.{missing[0]}' is missing")
+
+    def params(wildcards):
+        out = {"paper": paper, "scale": config["scale"], **{s: block[s] for s in sections}, **extra}
+        if "variant" in wildcards.keys():
+            variants = block.get("variants", {})
+            if wildcards.variant not in variants:
+                raise WorkflowError(f"config key '{paper}.variants' has no variant '{wildcards.variant}'")
+            out["variant"] = wildcards.variant
+            out["variant_settings"] = variants[wildcards.variant]
+        if "seed" in wildcards.keys():
+            out["seed"] = int(wildcards.seed)
+        return json.dumps(out, sort_keys=True)
+
+    return params
+
+
+def data_paths(paper, *keys):
+    """The real-data files or folders a paper's config names under `data` (none when generated)."""
+    data = config[paper].get("data", {})
+    return [data[k] for k in keys if data.get(k)]
+
+
+def wildcards_json(wildcards):
+    return json.dumps(dict(wildcards.items()), sort_keys=True)
+
+
+def grid(paper, pattern):
+    """`pattern` expanded over the paper's run_variants x seeds."""
+    block = config[paper]
+    return expand(pattern, variant=block["run_variants"], seed=block["seeds"])
+
+
+def start_tracking():
+    from neurips26.core import tracking
+
+    tracking.start_invocation(PAPERS + ["summary"])
+
+
+def end_tracking(status):
+    from neurips26.core import tracking
+
+    tracking.end_invocation(status)

@@ -1,0 +1,148 @@
+# nar_dit: Noise-Aware Routing for DiT.
+# prepare -> classifier (FD_cls features) -> train (regime x seed) -> evaluate -> figures
+ND = "results/nar_dit"
+ND_FIGURES = ["fd_vs_steps", "fd_vs_flops", "fd_vs_wallclock", "mechanism", "samples"]
+
+
+rule nar_dit_prepare:
+    input:
+        data_paths("nar_dit", "features_dir", "labels_dir"),
+    output:
+        images=f"{ND}/data/images.safetensors",
+        manifest=f"{ND}/data/manifest.json",
+    params:
+        args=paper_params("nar_dit", "data"),
+        code=code_stamp("nar_dit"),
+    log:
+        f"{ND}/logs/prepare.log",
+    benchmark:
+        f"{ND}/benchmarks/prepare.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "{CLI} nar_dit prepare --params {params.args:q} --out {ND}/data"
+        " --threads {threads} --rule {rule} > {log} 2>&1"
+
+
+rule nar_dit_classifier:
+    input:
+        images=rules.nar_dit_prepare.output.images,
+    output:
+        net=f"{ND}/classifier/classifier.safetensors",
+        metrics=f"{ND}/classifier/metrics.json",
+    params:
+        args=paper_params("nar_dit", "data", "classifier"),
+        code=code_stamp("nar_dit"),
+    log:
+        f"{ND}/logs/classifier.log",
+    benchmark:
+        f"{ND}/benchmarks/classifier.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    shell:
+        "{CLI} nar_dit classifier --params {params.args:q} --input data={ND}/data"
+        " --out {ND}/classifier --threads {threads} --rule {rule} > {log} 2>&1"
+
+
+rule nar_dit_train:
+    input:
+        images=rules.nar_dit_prepare.output.images,
+    output:
+        snapshots=f"{ND}/train/{{variant}}/seed{{seed}}/snapshots.safetensors",
+        info=f"{ND}/train/{{variant}}/seed{{seed}}/train.json",
+        timing=f"{ND}/train/{{variant}}/seed{{seed}}/timing.json",
+    params:
+        args=paper_params("nar_dit", "model", "train"),
+        wildcards=wildcards_json,
+        code=code_stamp("nar_dit"),
+    log:
+        f"{ND}/logs/train/{{variant}}_seed{{seed}}.log",
+    benchmark:
+        f"{ND}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=config["nar_dit"]["resources"]["train_mem_mb"],
+        runtime=config["nar_dit"]["resources"]["train_runtime_min"],
+        gpu=config["nar_dit"]["resources"]["train_gpus"],
+    shell:
+        "{CLI} nar_dit train --params {params.args:q} --input data={ND}/data"
+        " --out {ND}/train/{wildcards.variant}/seed{wildcards.seed} --threads {threads}"
+        " --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
+rule nar_dit_evaluate:
+    input:
+        images=rules.nar_dit_prepare.output.images,
+        net=rules.nar_dit_classifier.output.net,
+        snapshots=rules.nar_dit_train.output.snapshots,
+    output:
+        metrics=f"{ND}/eval/{{variant}}/seed{{seed}}/metrics.json",
+        samples=f"{ND}/eval/{{variant}}/seed{{seed}}/samples.safetensors",
+    params:
+        args=paper_params("nar_dit", "model", "train", "evaluate"),
+        wildcards=wildcards_json,
+        code=code_stamp("nar_dit"),
+    log:
+        f"{ND}/logs/eval/{{variant}}_seed{{seed}}.log",
+    benchmark:
+        f"{ND}/benchmarks/eval/{{variant}}_seed{{seed}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "{CLI} nar_dit evaluate --params {params.args:q} --input data={ND}/data"
+        " --input classifier={ND}/classifier"
+        " --input train={ND}/train/{wildcards.variant}/seed{wildcards.seed}"
+        " --out {ND}/eval/{wildcards.variant}/seed{wildcards.seed} --threads {threads}"
+        " --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
+rule nar_dit_figures:
+    input:
+        metrics=grid("nar_dit", f"{ND}/eval/{{variant}}/seed{{seed}}/metrics.json"),
+        samples=grid("nar_dit", f"{ND}/eval/{{variant}}/seed{{seed}}/samples.safetensors"),
+        info=grid("nar_dit", f"{ND}/train/{{variant}}/seed{{seed}}/train.json"),
+        timing=grid("nar_dit", f"{ND}/train/{{variant}}/seed{{seed}}/timing.json"),
+    output:
+        figures=[
+            report(f"{ND}/figures/{name}.png", caption=f"../report/nar_dit_{name}.rst", category="nar_dit")
+            for name in ND_FIGURES
+        ],
+        summary=f"{ND}/summary.csv",
+        claims=f"{ND}/claims.csv",
+    params:
+        args=paper_params(
+            "nar_dit",
+            run_variants=config["nar_dit"]["run_variants"],
+            seeds=config["nar_dit"]["seeds"],
+        ),
+        code=code_stamp("nar_dit"),
+    log:
+        f"{ND}/logs/figures.log",
+    benchmark:
+        f"{ND}/benchmarks/figures.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    shell:
+        "{CLI} nar_dit figures --params {params.args:q} --input evals={ND}/eval --input trains={ND}/train"
+        " --out {ND} --rule {rule} > {log} 2>&1"
+
+
+register_targets("nar_dit", rules.nar_dit_figures.output)
