@@ -55,7 +55,7 @@ def _run_step(paper: str, step: str, args) -> int:
             raise SystemExit(f"neurips26 {paper} {step}: input '{name}' ({path}) does not exist")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    job = {"rule": args.rule, "wildcards": json.loads(args.wildcards) if args.wildcards else {}}
+    job = {"rule": args.rule or f"{paper}_{step}", "wildcards": json.loads(args.wildcards) if args.wildcards else {}}
     params.setdefault("threads", args.threads)
 
     from .core import seeding, tracking
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--out", required=True, help="output folder of the step")
         p.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
         p.add_argument("--threads", type=int, default=1, help="torch threads (fixed for reproducibility)")
-        p.add_argument("--rule", default="", help="the Snakemake rule running this step (for tracking)")
+        p.add_argument("--rule", default="", help="the Snakemake rule running this step (default <paper>_<step>), for tracking")
         p.add_argument("--wildcards", default="", help="the Snakemake job's wildcards as JSON (for tracking)")
         p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
 

@@ -78,6 +78,19 @@ def data_paths(paper, *keys):
     return [data[k] for k in keys if data.get(k)]
 
 
+def folder_of(kind, name, up=1):
+    """A params function: the folder `up` levels above the job's input or output file `name`
+    (steps take folders; deriving them from the files keeps rules free of hard-coded prefixes)."""
+
+    def folder(wildcards, input, output):
+        path = Path((input if kind == "input" else output)[name])
+        for _ in range(up):
+            path = path.parent
+        return str(path)
+
+    return folder
+
+
 def wildcards_json(wildcards):
     return json.dumps(dict(wildcards.items()), sort_keys=True)
 

@@ -11,8 +11,10 @@ rule nar_dit_prepare:
         images=f"{ND}/data/images.safetensors",
         manifest=f"{ND}/data/manifest.json",
     params:
+        cli=CLI,
         args=paper_params("nar_dit", "data"),
         code=code_stamp("nar_dit"),
+        out=folder_of("output", "images"),
     log:
         f"{ND}/logs/prepare.log",
     benchmark:
@@ -24,8 +26,7 @@ rule nar_dit_prepare:
         mem_mb=4000,
         runtime=60,
     shell:
-        "{CLI} nar_dit prepare --params {params.args:q} --out {ND}/data"
-        " --threads {threads} --rule {rule} > {log} 2>&1"
+        "{params.cli} nar_dit prepare --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
 rule nar_dit_classifier:
@@ -35,8 +36,11 @@ rule nar_dit_classifier:
         net=f"{ND}/classifier/classifier.safetensors",
         metrics=f"{ND}/classifier/metrics.json",
     params:
+        cli=CLI,
         args=paper_params("nar_dit", "data", "classifier"),
         code=code_stamp("nar_dit"),
+        data=folder_of("input", "images"),
+        out=folder_of("output", "net"),
     log:
         f"{ND}/logs/classifier.log",
     benchmark:
@@ -48,8 +52,8 @@ rule nar_dit_classifier:
         mem_mb=3000,
         runtime=30,
     shell:
-        "{CLI} nar_dit classifier --params {params.args:q} --input data={ND}/data"
-        " --out {ND}/classifier --threads {threads} --rule {rule} > {log} 2>&1"
+        "{params.cli} nar_dit classifier --params {params.args:q} --input data={params.data}"
+        " --out {params.out} --threads {threads} > {log} 2>&1"
 
 
 rule nar_dit_train:
@@ -60,9 +64,12 @@ rule nar_dit_train:
         info=f"{ND}/train/{{variant}}/seed{{seed}}/train.json",
         timing=f"{ND}/train/{{variant}}/seed{{seed}}/timing.json",
     params:
+        cli=CLI,
         args=paper_params("nar_dit", "model", "train"),
         wildcards=wildcards_json,
         code=code_stamp("nar_dit"),
+        data=folder_of("input", "images"),
+        out=folder_of("output", "snapshots"),
     log:
         f"{ND}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -75,9 +82,8 @@ rule nar_dit_train:
         runtime=config["nar_dit"]["resources"]["train_runtime_min"],
         gpu=config["nar_dit"]["resources"]["train_gpus"],
     shell:
-        "{CLI} nar_dit train --params {params.args:q} --input data={ND}/data"
-        " --out {ND}/train/{wildcards.variant}/seed{wildcards.seed} --threads {threads}"
-        " --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+        "{params.cli} nar_dit train --params {params.args:q} --input data={params.data}"
+        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule nar_dit_evaluate:
@@ -89,9 +95,14 @@ rule nar_dit_evaluate:
         metrics=f"{ND}/eval/{{variant}}/seed{{seed}}/metrics.json",
         samples=f"{ND}/eval/{{variant}}/seed{{seed}}/samples.safetensors",
     params:
+        cli=CLI,
         args=paper_params("nar_dit", "model", "train", "evaluate"),
         wildcards=wildcards_json,
         code=code_stamp("nar_dit"),
+        data=folder_of("input", "images"),
+        classifier=folder_of("input", "net"),
+        train=folder_of("input", "snapshots"),
+        out=folder_of("output", "metrics"),
     log:
         f"{ND}/logs/eval/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -103,11 +114,9 @@ rule nar_dit_evaluate:
         mem_mb=4000,
         runtime=60,
     shell:
-        "{CLI} nar_dit evaluate --params {params.args:q} --input data={ND}/data"
-        " --input classifier={ND}/classifier"
-        " --input train={ND}/train/{wildcards.variant}/seed{wildcards.seed}"
-        " --out {ND}/eval/{wildcards.variant}/seed{wildcards.seed} --threads {threads}"
-        " --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+        "{params.cli} nar_dit evaluate --params {params.args:q} --input data={params.data}"
+        " --input classifier={params.classifier} --input train={params.train}"
+        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule nar_dit_figures:
@@ -124,12 +133,16 @@ rule nar_dit_figures:
         summary=f"{ND}/summary.csv",
         claims=f"{ND}/claims.csv",
     params:
+        cli=CLI,
         args=paper_params(
             "nar_dit",
             run_variants=config["nar_dit"]["run_variants"],
             seeds=config["nar_dit"]["seeds"],
         ),
         code=code_stamp("nar_dit"),
+        evals=folder_of("input", "metrics", up=3),
+        trains=folder_of("input", "info", up=3),
+        out=folder_of("output", "claims"),
     log:
         f"{ND}/logs/figures.log",
     benchmark:
@@ -141,8 +154,8 @@ rule nar_dit_figures:
         mem_mb=2000,
         runtime=10,
     shell:
-        "{CLI} nar_dit figures --params {params.args:q} --input evals={ND}/eval --input trains={ND}/train"
-        " --out {ND} --rule {rule} > {log} 2>&1"
+        "{params.cli} nar_dit figures --params {params.args:q} --input evals={params.evals}"
+        " --input trains={params.trains} --out {params.out} > {log} 2>&1"
 
 
 register_targets("nar_dit", rules.nar_dit_figures.output)

@@ -11,6 +11,9 @@ rule report:
         "results/logs/report.log",
     benchmark:
         "results/benchmarks/report.tsv"
+    params:
+        cli=CLI,
+        out=folder_of("output", "md"),
     conda:
         ENV
     threads: 1
@@ -18,4 +21,4 @@ rule report:
         mem_mb=500,
         runtime=5,
     shell:
-        "{CLI} report --claims {input.claims} --out results > {log} 2>&1"
+        "{params.cli} report --claims {input.claims} --out {params.out} > {log} 2>&1"

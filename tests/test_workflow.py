@@ -1,0 +1,179 @@
+"""The workflow as a whole: lint, dry runs of all three configs, bad configs, and the smoke
+DAG end to end (outputs, one finished MLflow run per job, nothing to do on rerun, and
+byte-identical metrics.json from two runs from scratch)."""
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+WORKFLOW_FILES = ["Snakefile", "workflow", "config", "profiles", "envs"]
+
+
+def copy_workflow(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name)
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def snakemake(cwd: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT"))}
+    env["NEURIPS26_PROGRESS"] = "0"
+    return subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def output(proc: subprocess.CompletedProcess) -> str:
+    return proc.stdout + proc.stderr
+
+
+def test_lint_passes():
+    proc = snakemake(ROOT, "--lint")
+    assert proc.returncode == 0, output(proc)
+    assert "Lints for" not in output(proc), output(proc)
+
+
+def _placeholders(value, where: Path):
+    """Replace every path named under a key ending in _dir/_path/_file by a created stand-in."""
+    if isinstance(value, dict):
+        out = {}
+        for key, sub in value.items():
+            if isinstance(sub, str) and key.endswith("_dir"):
+                target = where / key / sub.strip("/").replace("/", "_")
+                target.mkdir(parents=True, exist_ok=True)
+                out[key] = str(target)
+            elif isinstance(sub, str) and key.endswith(("_path", "_file")):
+                target = where / key / sub.strip("/").replace("/", "_")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.touch()
+                out[key] = str(target)
+            elif isinstance(sub, dict):
+                out[key] = _placeholders(sub, where)
+        return {k: v for k, v in out.items() if v != {}}
+    return value
+
+
+@pytest.mark.parametrize("configs", [[], ["config/smoke.yaml"], ["config/paper.yaml"]], ids=["default", "smoke", "paper"])
+def test_dry_runs(tmp_path, configs):
+    wf = copy_workflow(tmp_path / "wf")
+    args = ["-n", "--cores", "2"]
+    if configs:
+        extra = list(configs)
+        if configs == ["config/paper.yaml"]:
+            paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+            (wf / "placeholders.yaml").write_text(yaml.safe_dump(_placeholders(paper, tmp_path / "data")))
+            extra.append("placeholders.yaml")
+        args += ["--configfile", *extra]
+    proc = snakemake(wf, *args)
+    assert proc.returncode == 0, output(proc)
+    text = output(proc)
+    enabled = yaml.safe_load((ROOT / "config/config.yaml").read_text())["papers"]
+    for paper in enabled:
+        assert f"{paper}_" in text, f"no job of {paper} in the dry run"
+    assert not (wf / "results").exists()
+
+
+def test_paper_config_without_its_data_fails_naming_the_path(tmp_path):
+    wf = copy_workflow(tmp_path / "wf")
+    proc = snakemake(wf, "-n", "--cores", "1", "--configfile", "config/paper.yaml")
+    assert proc.returncode != 0
+    assert "imagenet256_features" in output(proc)
+
+
+@pytest.mark.parametrize("bad, key", [
+    ({"nar_dit": {"train": {"stpes": 5}}}, "nar_dit.train.stpes"),
+    ({"nar_dit": {"train": {"steps": "many"}}}, "nar_dit.train.steps"),
+    ({"papers": ["nar_dit", "no_such_paper"]}, "no_such_paper"),
+    ({"nar_dit": {"train": {"route_start": 5, "route_end": 1}}}, "nar_dit.train.route_start"),
+])
+def test_bad_config_stops_before_any_job_and_touches_nothing(tmp_path, bad, key):
+    wf = copy_workflow(tmp_path / "wf")
+    (wf / "results").mkdir()
+    (wf / "results" / "keep.txt").write_text("untouched")
+    (wf / "bad.yaml").write_text(yaml.safe_dump(bad))
+    proc = snakemake(wf, "--cores", "1", "--configfile", "bad.yaml")
+    assert proc.returncode != 0
+    assert key in output(proc), output(proc)
+    assert sorted(p.name for p in (wf / "results").iterdir()) == ["keep.txt"]
+    assert (wf / "results" / "keep.txt").read_text() == "untouched"
+
+
+def _run_smoke(where: Path) -> tuple[Path, str]:
+    wf = copy_workflow(where)
+    proc = snakemake(wf, "--cores", "2", "--configfile", "config/smoke.yaml", "--profile", "profiles/default")
+    assert proc.returncode == 0, output(proc)[-8000:]
+    return wf, output(proc)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    return _run_smoke(tmp_path_factory.mktemp("smoke_a") / "wf")
+
+
+@pytest.mark.workflow
+def test_smoke_dag_outputs(smoke):
+    wf, _ = smoke
+    results = wf / "results"
+    summary = (results / "summary.md").read_text()
+    enabled = yaml.safe_load((ROOT / "config/config.yaml").read_text())["papers"]
+    for paper in enabled:
+        assert (results / paper / "claims.csv").exists()
+        assert list((results / paper / "figures").glob("*.png")), paper
+        assert f"| {paper} |" in summary
+    assert "| smoke |" in summary
+
+
+@pytest.mark.workflow
+def test_smoke_dag_one_finished_mlflow_run_per_job(smoke):
+    wf, log = smoke
+    jobs = [line for line in log.splitlines() if line.startswith("Finished jobid") and "(Rule: all)" not in line]
+    db = sqlite3.connect(wf / "results" / "mlflow.db")
+    rows = db.execute(
+        "select r.run_uuid, r.status, t.value from runs r join tags t on t.run_uuid = r.run_uuid "
+        "where t.key = 'neurips26.step' and t.value != 'invocation'").fetchall()
+    assert len(rows) == len(jobs), (len(rows), len(jobs))
+    assert {status for _, status, _ in rows} == {"FINISHED"}
+    for run_id, _, _ in rows:
+        tags = dict(db.execute("select key, value from tags where run_uuid = ?", (run_id,)).fetchall())
+        assert tags.get("mlflow.parentRunId"), tags
+        assert tags.get("snakemake.rule"), tags
+        assert "neurips26.paper" in tags and "mlflow.source.git.commit" in tags
+        assert db.execute("select count(*) from params where run_uuid = ?", (run_id,)).fetchone()[0] > 0
+    parents = db.execute(
+        "select r.status from runs r join tags t on t.run_uuid = r.run_uuid "
+        "where t.key = 'neurips26.step' and t.value = 'invocation'").fetchall()
+    assert parents and {s for (s,) in parents} == {"FINISHED"}
+    artifacts = list((wf / "results" / "mlartifacts").rglob("metrics.json"))
+    assert artifacts, "no job outputs were logged as artifacts"
+
+
+@pytest.mark.workflow
+def test_smoke_dag_rerun_has_nothing_to_do_and_report_renders(smoke):
+    wf, _ = smoke
+    proc = snakemake(wf, "-n", "--cores", "2", "--configfile", "config/smoke.yaml")
+    assert proc.returncode == 0, output(proc)
+    assert "Nothing to be done" in output(proc), output(proc)[-3000:]
+    proc = snakemake(wf, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "results/report.html")
+    assert proc.returncode == 0, output(proc)[-3000:]
+    assert (wf / "results" / "report.html").stat().st_size > 10_000
+
+
+@pytest.mark.workflow
+def test_smoke_dag_twice_gives_identical_metrics(smoke, tmp_path):
+    first, _ = smoke
+    second, _ = _run_smoke(tmp_path / "wf")
+    files = sorted(p.relative_to(first) for p in (first / "results").rglob("metrics.json"))
+    assert files
+    for rel in files:
+        assert (first / rel).read_bytes() == (second / rel).read_bytes(), rel
