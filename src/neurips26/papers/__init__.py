@@ -13,8 +13,10 @@ from pathlib import Path
 
 
 def available() -> list[str]:
-    """Slugs of the implemented papers (the sub-packages of this package)."""
-    return sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.ispkg)
+    """Slugs of the implemented papers: the sub-packages of this package that have steps."""
+    here = Path(__file__).parent
+    return sorted(m.name for m in pkgutil.iter_modules([str(here)])
+                  if m.ispkg and (here / m.name / "steps.py").exists())
 
 
 def info(paper: str):
