@@ -35,7 +35,8 @@ def _parse_inputs(items: list[str]) -> dict[str, Path]:
         name, sep, path = item.partition("=")
         if not sep:
             raise SystemExit(f"neurips26: --input expects NAME=PATH, got {item!r}")
-        inputs[name] = Path(path)
+        if path:  # NAME= is an optional input the config does not use
+            inputs[name] = Path(path)
     return inputs
 
 

@@ -80,10 +80,14 @@ def data_paths(paper, *keys):
 
 def folder_of(kind, name, up=1):
     """A params function: the folder `up` levels above the job's input or output file `name`
-    (steps take folders; deriving them from the files keeps rules free of hard-coded prefixes)."""
+    (steps take folders; deriving them from the files keeps rules free of hard-coded prefixes).
+    An input left empty by the config gives ''."""
 
     def folder(wildcards, input, output):
-        path = Path((input if kind == "input" else output)[name])
+        files = getattr(input if kind == "input" else output, name, None)
+        if not files:  # an optional input this config does not use
+            return ""
+        path = Path(files if isinstance(files, str) else files[0])
         for _ in range(up):
             path = path.parent
         return str(path)

@@ -89,7 +89,8 @@ rule nar_dit_train:
 rule nar_dit_evaluate:
     input:
         images=rules.nar_dit_prepare.output.images,
-        net=rules.nar_dit_classifier.output.net,
+        # the FD_cls feature network; the paper-scale Inception metric needs none
+        net=rules.nar_dit_classifier.output.net if config["nar_dit"]["evaluate"]["metric"] == "fd_cls" else [],
         snapshots=rules.nar_dit_train.output.snapshots,
     output:
         metrics=f"{ND}/eval/{{variant}}/seed{{seed}}/metrics.json",

@@ -22,24 +22,35 @@ SPLITS = ("train", "heldout", "reference")
 
 # ---------------------------------------------------------------- prepare
 def prepare(params, inputs, out: Path):
-    """Generate (or index) the image set: train, held-out and a fresh reference split."""
+    """Generate (or index) the image set: train, held-out and a fresh reference split.
+
+    With ImageNet latents, reference and held-out images are drawn from the latent folder and
+    their indices are written to the manifest, so training leaves them out."""
     from .data import LatentFolder, synthetic
 
     d = params["data"]
     if d["source"] == "imagenet_latents":
         folder = LatentFolder(d["features_dir"], d["labels_dir"])
-        n_ref = min(d["reference_size"], len(folder))
-        picks = torch.randperm(len(folder), generator=generator(d["seed"]))[:2 * n_ref].tolist()
-        ref = [folder[i] for i in picks[:n_ref]]
-        held = [folder[i] for i in picks[n_ref:]]
-        tensors = {"reference_x": torch.stack([x for x, _ in ref]), "reference_y": torch.stack([y for _, y in ref]),
-                   "heldout_x": torch.stack([x for x, _ in held]), "heldout_y": torch.stack([y for _, y in held])}
-        manifest = {"source": d["source"], "train_size": len(folder), "shape": list(folder.shape()),
-                    "features_dir": str(d["features_dir"]), "labels_dir": str(d["labels_dir"])}
+        n_ref, n_probe = d["reference_size"], d["heldout_per_class"] * 10
+        if n_ref + 2 * n_probe >= len(folder):
+            raise ValueError(f"config key 'nar_dit.data.reference_size': {n_ref} + 2 x {n_probe} probe images "
+                             f"leave no training data in {len(folder)} latents")
+        picks = torch.randperm(len(folder), generator=generator(d["seed"])).tolist()
+        splits = {"reference": picks[:n_ref], "heldout": picks[n_ref:n_ref + n_probe],
+                  "train": picks[n_ref + n_probe:n_ref + 2 * n_probe]}
+        tensors = {}
+        for name, idx in splits.items():
+            pairs = [folder[i] for i in idx]
+            tensors[f"{name}_x"] = torch.stack([x for x, _ in pairs])
+            tensors[f"{name}_y"] = torch.stack([y for _, y in pairs])
+        manifest = {"source": d["source"], "latents": len(folder), "shape": list(folder.shape()),
+                    "features_dir": str(d["features_dir"]), "labels_dir": str(d["labels_dir"]),
+                    "excluded_from_training": sorted(splits["reference"] + splits["heldout"])}
     else:
         counts = {"train": d["train_per_class"] * 10, "heldout": d["heldout_per_class"] * 10,
                   "reference": d["reference_size"]}
         tensors = synthetic(d["source"], d["image_size"], counts, d["seed"])
+        tensors = {k: (v * 2 - 1 if k.endswith("_x") else v) for k, v in tensors.items()}  # model space [-1, 1]
         manifest = {"source": d["source"], "shape": list(tensors["train_x"].shape[1:]),
                     **{f"{k}_size": v for k, v in counts.items()}}
     io.save_tensors(out / "images.safetensors", tensors)
@@ -67,13 +78,13 @@ def classifier(params, inputs, out: Path):
         x, y = shapes(c["train_size"], d["image_size"], seed=c["seed"])
         x, y = torch.from_numpy(x), torch.from_numpy(y)
     else:  # digits: the train split, the only labelled images that are not the reference
-        x, y = images["train_x"], images["train_y"]
+        x, y = (images["train_x"] + 1) / 2, images["train_y"]
     net = FeatureCNN(x.shape[1], c["width"], c["features"])
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=c["batch_size"],
                                          shuffle=True, generator=generator(c["seed"]), drop_last=True)
     trainer, resume = make_trainer(out, params, c["steps"])
     fit(trainer, ClassifierModule(net, c["lr"]), loader, resume)
-    acc = accuracy(net, images["reference_x"], images["reference_y"])
+    acc = accuracy(net, (images["reference_x"] + 1) / 2, images["reference_y"])
     tracking.active().log_metrics({"classifier/reference_accuracy": acc})
     io.save_tensors(out / "classifier.safetensors", net.state_dict(),
                     metadata={"in_channels": str(x.shape[1]), "width": str(c["width"]), "features": str(c["features"])})
@@ -117,11 +128,12 @@ def train(params, inputs, out: Path):
     t = params["train"]
     images, manifest = _load_images(inputs)
     if manifest["source"] == "imagenet_latents":
-        dataset = LatentFolder(manifest["features_dir"], manifest["labels_dir"])
-        shape = manifest["shape"]
+        folder = LatentFolder(manifest["features_dir"], manifest["labels_dir"])
+        excluded = set(manifest["excluded_from_training"])
+        dataset = torch.utils.data.Subset(folder, [i for i in range(len(folder)) if i not in excluded])
     else:
-        dataset = torch.utils.data.TensorDataset(images["train_x"] * 2 - 1, images["train_y"])
-        shape = list(images["train_x"].shape[1:])
+        dataset = torch.utils.data.TensorDataset(images["train_x"], images["train_y"])
+    shape = manifest["shape"]
     cfg = _model_config(params, shape)
     policy = _policy(params)
     model = DiT(cfg)
@@ -152,80 +164,112 @@ def _load_snapshots(path: Path) -> dict[int, dict]:
 
 
 def _generate(model, n, num_classes, shape, e, seed) -> tuple[torch.Tensor, torch.Tensor]:
+    """`n` samples in model space, classes 0..num_classes-1 in turn; the same noise and labels
+    for every regime of a seed."""
     from .diffusion import sample
 
-    g = generator(10_000 + seed)  # the same noise and labels for every regime of a seed
+    g = generator(10_000 + seed)
     y = torch.arange(n) % num_classes
     noise = torch.randn(n, *shape, generator=g)
+    device = next(model.parameters()).device
     chunks = []
     for i in range(0, n, e["batch_size"]):
-        chunks.append(sample(model, y[i:i + e["batch_size"]], noise[i:i + e["batch_size"]],
-                             e["sampling_steps"], e["sampler"], e["cfg_scale"]))
-    return ((torch.cat(chunks) + 1) / 2).clamp(0, 1), y
+        chunks.append(sample(model, y[i:i + e["batch_size"]].to(device), noise[i:i + e["batch_size"]].to(device),
+                             e["sampling_steps"], e["sampler"], e["cfg_scale"]).cpu())
+    return torch.cat(chunks), y
+
+
+def _fd_features(e, inputs, device):
+    """The metric's feature network. fd_cls: the classifier trained in the DAG, on images
+    mapped to [0, 1]. inception (paper scale): latents decoded by the VAE, Inception pool
+    features via torchmetrics/torch-fidelity, cluster-side packages imported only here."""
+    if e["metric"] == "fd_cls":
+        net = _load_classifier(inputs["classifier"] / "classifier.safetensors")
+
+        def to_images(x):
+            return ((x + 1) / 2).clamp(0, 1)
+
+        return "FD_cls", (lambda x: net.features(x)), net.num_features, to_images, net
+    try:
+        from diffusers.models import AutoencoderKL
+        from torchmetrics.image.fid import FrechetInceptionDistance
+
+        inception = FrechetInceptionDistance(feature=2048).inception.to(device)
+    except (ImportError, ModuleNotFoundError) as exc:
+        raise ModuleNotFoundError("config key 'nar_dit.evaluate.metric' is 'inception': install diffusers and "
+                                  f"torch-fidelity in the cluster environment ({exc})") from exc
+    vae = AutoencoderKL.from_pretrained(e["vae"]).to(device).eval()
+
+    @torch.no_grad()
+    def to_images(latents):
+        chunks = [vae.decode(latents[i:i + 32].to(device) / 0.18215).sample.cpu() for i in range(0, len(latents), 32)]
+        return ((torch.cat(chunks) + 1) / 2).clamp(0, 1)
+
+    return "FID", (lambda x: inception((x * 255).to(torch.uint8).to(device)).cpu()), 2048, to_images, None
 
 
 def evaluate(params, inputs, out: Path):
-    """FD_cls, KID and classifier accuracy of samples along training; the route-sensitivity per
-    noise group and the train/held-out loss gap of the final model."""
+    """FD (FD_cls offline, Inception FID at paper scale), KID and, with FD_cls, the classifier's
+    accuracy on samples along training; the route sensitivity per noise group and the
+    train/held-out loss gap of the final model."""
     from neurips26.core.metrics import frechet_and_kid
 
     from .diffusion import flow_loss, noise_group_edges, route_sensitivity
 
     e, t = params["evaluate"], params["train"]
     seed = params["seed"]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     images, manifest = _load_images(inputs)
-    if e["metric"] != "fd_cls":
-        raise ValueError("config key 'nar_dit.evaluate.metric': only 'fd_cls' is computed offline; "
-                         "'inception' needs Inception weights and a VAE decoder (see the paper README)")
-    feature_net = _load_classifier(inputs["classifier"] / "classifier.safetensors")
-    shape = list(images["train_x"].shape[1:])
+    fd_name, features, num_features, to_images, classifier = _fd_features(e, inputs, device)
+    shape = manifest["shape"]
     cfg = _model_config(params, shape)
-    policy = _policy(params)
-    model = DiT(cfg).eval()
+    model = DiT(cfg).to(device).eval()
     snapshots = _load_snapshots(inputs["train"] / "snapshots.safetensors")
-    reference = images["reference_x"]
+    reference = to_images(images["reference_x"])
     curve, kid, acc = {}, {}, {}
     for step, state in sorted(snapshots.items()):
         model.load_state_dict(state)
         fake, labels = _generate(model, e["samples"], cfg.num_classes, shape, e, seed)
-        scores = frechet_and_kid(feature_net.features, feature_net.num_features, reference, fake, seed=seed)
-        with torch.no_grad():
-            acc[str(step)] = (feature_net(fake).argmax(1) == labels).double().mean().item()
+        fake_images = to_images(fake)
+        scores = frechet_and_kid(features, num_features, reference, fake_images, seed=seed)
         curve[str(step)], kid[str(step)] = scores["fd"], scores["kid_mean"]
-        tracking.active().log_metrics({"fd_cls": scores["fd"], "kid": scores["kid_mean"],
-                                       "sample_accuracy": acc[str(step)]}, step=step)
-        print(f"step {step}: FD_cls {scores['fd']:.3f}  KID {scores['kid_mean']:.4f}  acc {acc[str(step)]:.3f}", flush=True)
-    io.save_tensors(out / "samples.safetensors", {"images": fake[:40], "labels": labels[:40]})  # final model
+        logged = {"fd": scores["fd"], "kid": scores["kid_mean"]}
+        if classifier is not None:
+            with torch.no_grad():
+                acc[str(step)] = (classifier(fake_images).argmax(1) == labels).double().mean().item()
+            logged["sample_accuracy"] = acc[str(step)]
+        tracking.active().log_metrics(logged, step=step)
+        print(f"step {step}: {fd_name} {scores['fd']:.3f}  KID {scores['kid_mean']:.4f}", flush=True)
+    io.save_tensors(out / "samples.safetensors", {"images": fake_images[:40], "labels": labels[:40]})  # final model
 
     # mechanism: route sensitivity and generalisation gap per noise group, at the final model
     g = generator(20_000 + seed)
-    bounds = list(e["noise_group_boundaries"])
-    edges = [0.0, *noise_group_edges(bounds), 1.0]
+    edges = [0.0, *noise_group_edges(e["noise_group_boundaries"]), 1.0]
     group_names = ["low", "mid", "high"] if len(edges) == 4 else [f"g{i}" for i in range(len(edges) - 1)]
     n_probe = min(len(images["train_x"]), len(images["heldout_x"]), e["probe_samples"])
-    x_train, y_train = images["train_x"][:n_probe] * 2 - 1, images["train_y"][:n_probe]
-    x_held, y_held = images["heldout_x"][:n_probe] * 2 - 1, images["heldout_y"][:n_probe]
+    x_train, y_train = images["train_x"][:n_probe].to(device), images["train_y"][:n_probe].to(device)
+    x_held, y_held = images["heldout_x"][:n_probe].to(device), images["heldout_y"][:n_probe].to(device)
     sensitivity, loss_train, loss_held = {}, {}, {}
     for name, lo, hi in zip(group_names, edges[:-1], edges[1:]):
-        tg = lo + (hi - lo) * torch.rand(n_probe, generator=g)
-        eps = torch.randn(x_train.shape, generator=g)
+        tg = (lo + (hi - lo) * torch.rand(n_probe, generator=g)).to(device)
+        eps = torch.randn(x_train.shape, generator=g).to(device)
         with torch.no_grad():
             loss_train[name] = flow_loss(model, x_train, y_train, tg, eps).item()
             loss_held[name] = flow_loss(model, x_held, y_held, tg, eps).item()
         sensitivity[name] = route_sensitivity(model, x_held, y_held, tg, e["probe_ratio"], t["route_start"],
                                               t["route_end"], e["probe_repeats"], g)
     final = str(max(snapshots))
+    gap = {k: loss_held[k] - loss_train[k] for k in group_names}
     metrics = {
-        "variant": params["variant"], "seed": seed, "steps": sorted(snapshots), "fd_cls": curve, "kid": kid,
-        "sample_accuracy": acc, "final_fd_cls": curve[final], "final_kid": kid[final],
-        "final_sample_accuracy": acc[final], "route_sensitivity": sensitivity,
-        "loss_train": loss_train, "loss_heldout": loss_held,
-        "generalization_gap": {k: loss_held[k] - loss_train[k] for k in group_names},
-        "mean_generalization_gap": sum(loss_held[k] - loss_train[k] for k in group_names) / len(group_names),
+        "variant": params["variant"], "seed": seed, "fd_name": fd_name, "steps": sorted(snapshots),
+        "fd": curve, "kid": kid, "sample_accuracy": acc, "final_fd": curve[final], "final_kid": kid[final],
+        "final_sample_accuracy": acc.get(final), "route_sensitivity": sensitivity,
+        "loss_train": loss_train, "loss_heldout": loss_held, "generalization_gap": gap,
+        "mean_generalization_gap": sum(gap.values()) / len(gap), "noise_groups": group_names,
         "noise_group_t_edges": edges,
     }
     tracking.active().log_metrics({f"route_sensitivity/{k}": v for k, v in sensitivity.items()}
-                                  | {f"generalization_gap/{k}": v for k, v in metrics["generalization_gap"].items()})
+                                  | {f"generalization_gap/{k}": v for k, v in gap.items()})
     io.write_json(out / "metrics.json", metrics)
 
 
@@ -250,10 +294,11 @@ def figures(params, inputs, out: Path):
     timing = {v: [io.read_json(inputs["trains"] / v / f"seed{s}" / "timing.json")["train_seconds"] for s in seeds]
               for v in variants}
     steps = runs["dit"][0]["steps"]
+    fd_name = runs["dit"][0]["fd_name"]
     total = steps[-1]
     figdir = out / "figures"
 
-    def curves(v, key="fd_cls"):
+    def curves(v, key="fd"):
         return [[r[key][str(s)] for s in steps] for r in runs[v]]
 
     # FD_cls against steps, GFLOPs and wall-clock
@@ -267,24 +312,24 @@ def figures(params, inputs, out: Path):
         ax = axes[0, 0]
         for v in variants:
             plotting.mean_band(ax, xs(v), curves(v), REGIME_LABELS.get(v, v), COLOURS.get(v))
-        dit_final = sum(r["final_fd_cls"] for r in runs["dit"]) / len(runs["dit"])
-        ax.axhline(dit_final, ls="--", color="#888888", lw=1, label="DiT final FD_cls")
+        dit_final = sum(r["final_fd"] for r in runs["dit"]) / len(runs["dit"])
+        ax.axhline(dit_final, ls="--", color="#888888", lw=1, label=f"DiT final {fd_name}")
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("FD_cls (lower is better)")
+        ax.set_ylabel(f"{fd_name} (lower is better)")
         ax.set_yscale("log")
-        ax.set_title(f"nar_dit: FD_cls vs {xlabel.split(' (')[0]} ({scale} scale)")
+        ax.set_title(f"nar_dit: {fd_name} vs {xlabel.split(' (')[0]} ({scale} scale)")
         ax.legend()
         plotting.save(fig, figdir / f"{name}.png")
 
     # speedup: steps to reach DiT's final FD_cls (mean over DiT seeds)
-    target = sum(r["final_fd_cls"] for r in runs["dit"]) / len(runs["dit"])
-    reach = {v: [_steps_to_reach(r["fd_cls"], target) for r in runs[v]] for v in variants}
+    target = sum(r["final_fd"] for r in runs["dit"]) / len(runs["dit"])
+    reach = {v: [_steps_to_reach(r["fd"], target) for r in runs[v]] for v in variants}
     # a run that never reaches the target is counted as reaching it one eval interval late
     late = total + (steps[1] - steps[0] if len(steps) > 1 else total)
     speedup = {v: [total / (s if not math.isnan(s) else late) for s in reach[v]] for v in variants}
 
     # mechanism: route sensitivity and generalisation gap per noise group
-    groups = list(runs["dit"][0]["route_sensitivity"])
+    groups = runs["dit"][0]["noise_groups"]  # low -> high noise
     fig, axes = plotting.figure(ncols=2)
     width = 0.8 / len(variants)
     for panel, (key, ylabel) in enumerate((("route_sensitivity", "route sensitivity (relative MSE, lower = flatter)"),
@@ -319,10 +364,10 @@ def figures(params, inputs, out: Path):
     for v in variants:
         rows.append({
             "regime": v,
-            "final_fd_cls": claims.fmt([r["final_fd_cls"] for r in runs[v]]),
+            f"final_{fd_name}": claims.fmt([r["final_fd"] for r in runs[v]]),
             "final_kid": claims.fmt([r["final_kid"] for r in runs[v]]),
-            "sample_accuracy": claims.fmt([r["final_sample_accuracy"] for r in runs[v]]),
-            "steps_to_dit_final_fd": claims.fmt(reach[v]),
+            "sample_accuracy": claims.fmt([r["final_sample_accuracy"] for r in runs[v] if r["final_sample_accuracy"] is not None]),
+            "steps_to_dit_final_fd": claims.fmt(reach[v]),  # NaN where never reached
             "speedup_vs_dit": claims.fmt(speedup[v]),
             "gflops_per_step": f"{train_info[v][0]['flops_per_step'] / 1e9:.2f}",
             "mean_routing_ratio": f"{train_info[v][0]['mean_routing_ratio']:.3f}",
@@ -333,21 +378,21 @@ def figures(params, inputs, out: Path):
     io.write_csv(out / "summary.csv", rows)
 
     # claims
-    final = {v: [r["final_fd_cls"] for r in runs[v]] for v in variants}
+    final = {v: [r["final_fd"] for r in runs[v]] for v in variants}
     gap = {v: [r["mean_generalization_gap"] for r in runs[v]] for v in variants}
     sens_high = {v: [r["route_sensitivity"][groups[-1]] for r in runs[v]] for v in variants}
     P = "nar_dit"
     rows = [
-        claims.row(P, "NAR reaches DiT's final FD_cls in fewer steps", "speedup in steps to DiT's final FD_cls, higher is better",
+        claims.row(P, "NAR reaches DiT's final FD in fewer steps", f"speedup in steps to DiT's final {fd_name}, higher is better",
                    "nar", speedup["nar"], "dit", speedup["dit"], True, scale, "fd_vs_steps.png", paper_value="15.6x (ImageNet-256)"),
-        claims.row(P, "NAR improves generation quality over DiT", "final FD_cls, lower is better",
+        claims.row(P, "NAR improves generation quality over DiT", f"final {fd_name}, lower is better",
                    "nar", final["nar"], "dit", final["dit"], False, scale, "fd_vs_steps.png"),
     ]
     if "tread" in variants:
         rows += [
-            claims.row(P, "NAR outperforms TREAD at the same mean routing ratio", "final FD_cls, lower is better",
+            claims.row(P, "NAR outperforms TREAD at the same mean routing ratio", f"final {fd_name}, lower is better",
                        "nar", final["nar"], "tread", final["tread"], False, scale, "fd_vs_steps.png"),
-            claims.row(P, "TREAD converges faster than DiT", "speedup in steps to DiT's final FD_cls, higher is better",
+            claims.row(P, "TREAD converges faster than DiT", f"speedup in steps to DiT's final {fd_name}, higher is better",
                        "tread", speedup["tread"], "dit", speedup["dit"], True, scale, "fd_vs_steps.png"),
             claims.row(P, "routing regularises route sensitivity", f"route sensitivity at {groups[-1]} noise, lower is better",
                        "tread", sens_high["tread"], "dit", sens_high["dit"], False, scale, "mechanism.png"),
@@ -355,7 +400,7 @@ def figures(params, inputs, out: Path):
     rows.append(claims.row(P, "NAR shrinks the train/held-out loss gap", "held-out minus train flow loss, lower is better",
                            "nar", gap["nar"], "dit", gap["dit"], False, scale, "mechanism.png"))
     if "nar_inverted" in variants:
-        rows.append(claims.row(P, "more routing at high noise beats the inverted schedule", "final FD_cls, lower is better",
+        rows.append(claims.row(P, "more routing at high noise beats the inverted schedule", f"final {fd_name}, lower is better",
                                "nar", final["nar"], "nar_inverted", final["nar_inverted"], False, scale, "fd_vs_steps.png"))
     claims.write_claims(out / "claims.csv", rows)
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
