@@ -1,0 +1,338 @@
+"""The steps the CLI calls for angular_nets: train (experiment x seed) and planted -> figures.
+
+`train` runs every method of one experiment (a backbone on a data set) for one seed on the
+same data, steps and optimiser, then evaluates each: test accuracy, bits, bit-packed storage,
+and for experiments with `nu_study` the 1-bit angular net at every nu. `planted` runs the
+one-layer planted-model study. `figures` draws the accuracy/bits, accuracy/nu, planted and
+storage figures, the table and the claims.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.seeding import generator
+from neurips26.core.trainer import fit, make_trainer
+
+P = "angular_nets"
+
+
+# ---------------------------------------------------------------- data
+def load_data(source: str, d: dict) -> tuple[torch.utils.data.Dataset, tuple, dict]:
+    """(train dataset, test tensors, info) for one data source."""
+    from . import data as D
+
+    T = torch.utils.data.TensorDataset
+    if source in ("shapes", "digits", "cifar10"):
+        if source == "shapes":
+            from neurips26.data.images import shapes
+
+            xtr, ytr = shapes(d["train_size"], d["image_size"], seed=d["seed"])
+            xte, yte = shapes(d["test_size"], d["image_size"], seed=d["seed"] + 1)
+        elif source == "digits":
+            from neurips26.data.images import digits
+
+            x, y = digits(d["image_size"])
+            perm = np.random.default_rng(d["seed"]).permutation(len(x))
+            cut = len(x) - min(d["test_size"], len(x) // 3)
+            xtr, ytr, xte, yte = x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
+        else:
+            xtr, ytr = D.load_cifar10(d["cifar10_dir"], "train")
+            xte, yte = D.load_cifar10(d["cifar10_dir"], "test")
+        xtr, ytr, xte, yte = map(torch.from_numpy, (xtr, ytr, xte, yte))
+        info = {"channels": xtr.shape[1], "image_size": xtr.shape[-1], "num_classes": 10}
+        return T(xtr, ytr), (xte, yte), info
+    if source == "imagenet":
+        train = D.ImageFolder(Path(d["imagenet_dir"]) / "train", d["image_size"])
+        val = D.ImageFolder(Path(d["imagenet_dir"]) / "val", d["image_size"])
+        n = min(len(val), d["test_size"])
+        xte = torch.stack([torch.from_numpy(val.load(i)) for i in range(n)])
+        yte = torch.tensor([val.samples[i][1] for i in range(n)])
+        info = {"channels": 3, "image_size": d["image_size"], "num_classes": len(train.classes)}
+        return train, (xte, yte), info
+    if source == "markers":
+        ids, mask, y, vocab = D.marker_task(d["train_size"], d["seq_len"], 10, d["num_distractors"], d["seed"])
+        ids_te, mask_te, y_te, _ = D.marker_task(d["test_size"], d["seq_len"], 10, d["num_distractors"], d["seed"] + 1)
+        info = {"vocab_size": vocab, "max_len": d["seq_len"], "num_classes": 10}
+        t = torch.from_numpy
+        return T(t(ids), t(mask), t(y)), (t(ids_te), t(mask_te), t(y_te)), info
+    if source == "glue":
+        root, task = Path(d["glue_dir"]), d["glue_task"]
+        a, b, y = D.read_glue_tsv(root / "train.tsv", task)
+        a_te, b_te, y_te = D.read_glue_tsv(root / "dev.tsv", task)
+        vocab = D.build_vocab(a + [t for t in b if t], d["vocab_size"])
+        ids, mask = D.encode(a, b, vocab, d["seq_len"])
+        ids_te, mask_te = D.encode(a_te, b_te, vocab, d["seq_len"])
+        info = {"vocab_size": d["vocab_size"], "max_len": d["seq_len"], "num_classes": max(y) + 1}
+        t = torch.from_numpy
+        return (T(t(ids), t(mask), torch.tensor(y)), (t(ids_te), t(mask_te), torch.tensor(y_te)), info)
+    raise ValueError(f"config key 'angular_nets.variants.*.data': unknown data source {source!r}")
+
+
+# ---------------------------------------------------------------- training
+def classifier_module(model, t: dict, tag: str):
+    import lightning as L
+
+    class Classifier(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.losses: list[float] = []
+
+        def training_step(self, batch, batch_idx):
+            *inputs, y = batch
+            loss = F.cross_entropy(self.model(*inputs), y)
+            self.losses.append(float(loss.detach()))
+            self.log(f"{tag}/train_loss", loss, on_step=True, on_epoch=False)
+            return loss
+
+        def configure_optimizers(self):
+            opt = torch.optim.AdamW(self.parameters(), lr=t["lr"], weight_decay=t["weight_decay"])
+            warm, total = t["warmup_steps"], t["steps"]
+
+            def factor(step):
+                if step < warm:
+                    return (step + 1) / warm
+                return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warm) / max(1, total - warm))))
+
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    return Classifier()
+
+
+@torch.no_grad()
+def accuracy(model, test: tuple, batch_size: int = 500) -> float:
+    model.eval()
+    *inputs, y = test
+    correct = 0
+    for i in range(0, len(y), batch_size):
+        out = model(*[t[i:i + batch_size] for t in inputs])
+        correct += int((out.argmax(1) == y[i:i + batch_size]).sum())
+    return correct / len(y)
+
+
+def method_spec(name: str, settings: dict, angular: dict, seed: int, nu: float | None = None):
+    from .models import LayerSpec
+
+    return LayerSpec(method=settings["method"], bits=settings.get("bits", 32 if settings["method"] == "fp" else 1),
+                     a_bits=settings.get("a_bits"), nu=nu if nu is not None else settings.get("nu", angular["nu"]),
+                     projection=angular["projection"], centre=angular["centre"], seed=seed)
+
+
+def train_one(name, spec, backbone, params, train_set, test, info, out: Path) -> dict:
+    from .models import build
+    from .storage import storage_bytes
+
+    t, seed = params["train"], params["seed"]
+    torch.manual_seed(seed * 7919 + sum(map(ord, name)))  # the same init stream for a name and seed
+    model = build(backbone, spec, params["arch"][backbone], info)
+    module = classifier_module(model, t, name)
+    loader = torch.utils.data.DataLoader(train_set, batch_size=t["batch_size"], shuffle=True, drop_last=True,
+                                         generator=generator(seed), num_workers=t["num_workers"])
+    run_params = {**params, "method": name, "nu": spec.nu}
+    trainer, resume = make_trainer(out / name, run_params, t["steps"], checkpoint_every=t["steps"],
+                                   log_every_n_steps=max(1, t["steps"] // 10))
+    fit(trainer, module, loader, resume)
+    acc = accuracy(model, test)
+    k = max(1, len(module.losses) // 10)
+    result = {"accuracy": acc, "weight_bits": spec.weight_bits, "activation_bits": spec.activation_bits,
+              "nu": spec.nu if spec.method == "angular" else None, "storage_bytes": storage_bytes(model),
+              "loss_start": float(np.mean(module.losses[:k])) if module.losses else None,
+              "loss_end": float(np.mean(module.losses[-k:])) if module.losses else None}
+    tracking.active().log_metrics({f"{name}/test_accuracy": acc, f"{name}/storage_bytes": result["storage_bytes"]})
+    print(f"{name}: accuracy {acc:.4f}  storage {result['storage_bytes'] / 1e6:.4f} MB", flush=True)
+    return result
+
+
+def train(params, inputs, out: Path):
+    """Every method of one experiment for one seed; metrics.json holds their test accuracy."""
+    v = params["variant_settings"]
+    backbone, methods = v["backbone"], v.get("methods") or list(params["methods"])
+    train_set, test, info = load_data(v["data"], params["data"])
+    results = {}
+    for name in methods:
+        spec = method_spec(name, params["methods"][name], params["angular"], params["seed"])
+        results[name] = train_one(name, spec, backbone, params, train_set, test, info, out)
+    nu_study = {}
+    if v.get("nu_study"):
+        base = params["nu_study_method"]
+        for nu in params["nu_values"]:
+            spec = method_spec(base, params["methods"][base], params["angular"], params["seed"], nu=nu)
+            if spec.nu == results.get(base, {}).get("nu"):
+                nu_study[f"{nu:g}"] = results[base]
+            else:
+                nu_study[f"{nu:g}"] = train_one(f"{base}_nu{nu:g}", spec, backbone, params, train_set, test, info, out)
+    io.write_json(out / "metrics.json", {"experiment": params["variant"], "seed": params["seed"],
+                                         "backbone": backbone, "data": v["data"], "methods": results,
+                                         "nu_study": nu_study, "nu_study_method": params["nu_study_method"]})
+    return [out / "metrics.json"]
+
+
+# ---------------------------------------------------------------- planted model
+def planted(params, inputs, out: Path):
+    """Recovery of a planted binary target by G-gradient training, against n and the gradient norm."""
+    from .planted import PlantedTrials, lightning_module
+
+    p = params["planted"]
+    trials = PlantedTrials(p["dim"], p["sample_sizes"], p["trials"], p["nu"], p["seed"])
+    module = lightning_module(trials, p["lr"], p["steps"])
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(1)), batch_size=1)
+    trainer, resume = make_trainer(out, params, p["steps"], checkpoint_every=p["steps"],
+                                   log_every_n_steps=max(1, p["steps"] // 10))
+    fit(trainer, module, loader, resume)
+    rows = trials.results()
+    rate = {str(n): float(np.mean([r["recovered"] for r in rows if r["n"] == n])) for n in p["sample_sizes"]}
+    tracking.active().log_metrics({f"planted/recovery_n{n}": r for n, r in rate.items()})
+    io.write_json(out / "metrics.json", {"trials": rows, "recovery_rate": rate, "dim": p["dim"],
+                                         "grad_threshold": p["grad_threshold"],
+                                         "claim_min_samples": p["claim_min_samples"]})
+    return [out / "metrics.json"]
+
+
+# ---------------------------------------------------------------- figures
+COLOURS = {"fp": "#444444", "bnn": "#1f77b4", "xnor": "#2ca02c", "lsq": "#9467bd", "angular": "#d62728"}
+LABELS = {"fp": "full precision", "bnn": "BNN (STE sign)", "xnor": "XNOR-Net", "lsq": "LSQ", "angular": "Angular (ours)"}
+
+
+def _vals(runs, method, key="accuracy"):
+    return [r["methods"][method][key] for r in runs if method in r["methods"]]
+
+
+def figures(params, inputs, out: Path):
+    experiments, seeds, scale = params["run_variants"], params["seeds"], params["scale"]
+    methods_cfg = params["methods"]
+    runs = {e: [io.read_json(inputs["trains"] / e / f"seed{s}" / "metrics.json") for s in seeds] for e in experiments}
+    planted_m = io.read_json(inputs["planted"] / "metrics.json")
+    figdir = out / "figures"
+
+    # accuracy against bits, one panel per experiment
+    fig, axes = plotting.figure(ncols=len(experiments), width=4.2)
+    for ax, e in zip(axes[0], experiments):
+        names = list(runs[e][0]["methods"])
+        families: dict[str, list[str]] = {}
+        for n in names:
+            families.setdefault(methods_cfg[n]["method"], []).append(n)
+        for fam, members in families.items():
+            members = sorted(members, key=lambda n: runs[e][0]["methods"][n]["weight_bits"])
+            bits = [runs[e][0]["methods"][n]["weight_bits"] for n in members]
+            accs = [_vals(runs[e], n) for n in members]
+            if fam == "fp":
+                m = float(np.mean(accs[0]))
+                ax.axhline(m, color=COLOURS["fp"], ls="--", lw=1, label=f"{LABELS['fp']} (n={len(accs[0])})")
+                ax.axhspan(min(accs[0]), max(accs[0]), color=COLOURS["fp"], alpha=0.1)
+                continue
+            means = [float(np.mean(a)) for a in accs]
+            ax.errorbar(bits, means, yerr=[[m - min(a) for m, a in zip(means, accs)], [max(a) - m for m, a in zip(means, accs)]],
+                        color=COLOURS[fam], marker="o", ms=4, capsize=3, label=f"{LABELS[fam]} (n={len(accs[0])})")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("bits per weight = bits per activation")
+        ax.set_ylabel("test accuracy (higher is better)")
+        ax.set_title(f"{e}: {runs[e][0]['backbone']} on {runs[e][0]['data']}")
+        ax.legend()
+    fig.suptitle(f"angular_nets: accuracy vs bit-width, mean and min-max over seeds ({scale} scale)")
+    plotting.save(fig, figdir / "accuracy_vs_bits.png")
+
+    # accuracy against nu
+    nu_exps = [e for e in experiments if runs[e][0]["nu_study"]]
+    fig, axes = plotting.figure(ncols=max(1, len(nu_exps)))
+    for ax, e in zip(axes[0], nu_exps):
+        nus = sorted(runs[e][0]["nu_study"], key=float)
+        accs = [[r["nu_study"][nu]["accuracy"] for r in runs[e]] for nu in nus]
+        plotting.mean_band(ax, [float(n) for n in nus], list(map(list, zip(*accs))),
+                           f"1-bit angular ({runs[e][0]['nu_study_method']})", COLOURS["angular"])
+        for fam in ("fp", "bnn"):
+            if fam in runs[e][0]["methods"]:
+                ax.axhline(float(np.mean(_vals(runs[e], fam))), color=COLOURS[fam], ls="--", lw=1, label=LABELS[fam])
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("nu = N / d (random features per input dimension)")
+        ax.set_ylabel("test accuracy (higher is better)")
+        ax.set_title(f"{e}: accuracy vs nu ({scale} scale)")
+        ax.legend()
+    plotting.save(fig, figdir / "accuracy_vs_nu.png")
+
+    # planted model
+    trials, thr = planted_m["trials"], planted_m["grad_threshold"]
+    sizes = sorted({t["n"] for t in trials})
+    fig, axes = plotting.figure(ncols=2)
+    ax = axes[0, 0]
+    ax.plot(sizes, [planted_m["recovery_rate"][str(n)] for n in sizes], "o-", color=COLOURS["angular"],
+            label=f"{sum(t['n'] == sizes[0] for t in trials)} trials per n")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(f"samples n (d = {planted_m['dim']})")
+    ax.set_ylabel("exact recovery rate of w*")
+    ax.set_title("planted model: recovery vs sample size")
+    ax.legend()
+    ax = axes[0, 1]
+    for rec, colour, label in ((True, "#2ca02c", "recovered"), (False, "#d62728", "not recovered")):
+        pts = [t for t in trials if t["recovered"] == rec]
+        ax.scatter([t["n"] for t in pts], [t["g_gradient_norm"] for t in pts], s=12, color=colour, label=label, alpha=0.7)
+    ax.axhline(thr, color="#888888", ls="--", lw=1, label=f"threshold {thr:g}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("samples n")
+    ax.set_ylabel("final G-gradient norm |w| |grad Lbar|")
+    ax.set_title("planted model: gradient norm reached")
+    ax.legend()
+    plotting.save(fig, figdir / "planted_recovery.png")
+
+    # table: accuracy, bits, storage
+    rows = []
+    for e in experiments:
+        fp_bytes = float(np.mean(_vals(runs[e], "fp", "storage_bytes"))) if "fp" in runs[e][0]["methods"] else math.nan
+        for n in runs[e][0]["methods"]:
+            m0 = runs[e][0]["methods"][n]
+            sb = float(np.mean(_vals(runs[e], n, "storage_bytes")))
+            rows.append({"experiment": e, "backbone": runs[e][0]["backbone"], "data": runs[e][0]["data"], "method": n,
+                         "weight_bits": f"{m0['weight_bits']:g}", "activation_bits": f"{m0['activation_bits']:g}",
+                         "nu": "" if m0["nu"] is None else f"{m0['nu']:g}",
+                         "accuracy": claims.fmt(_vals(runs[e], n)), "storage_mb": f"{sb / 1e6:.4f}",
+                         "fp32_storage_mb": f"{fp_bytes / 1e6:.4f}", "compression_vs_fp32": f"{fp_bytes / sb:.1f}x"})
+        for nu, _ in sorted(runs[e][0]["nu_study"].items(), key=lambda kv: float(kv[0])):
+            accs = [r["nu_study"][nu]["accuracy"] for r in runs[e]]
+            sb = float(np.mean([r["nu_study"][nu]["storage_bytes"] for r in runs[e]]))
+            rows.append({"experiment": e, "backbone": runs[e][0]["backbone"], "data": runs[e][0]["data"],
+                         "method": f"{runs[e][0]['nu_study_method']} (nu study)", "weight_bits": "1",
+                         "activation_bits": "1", "nu": nu, "accuracy": claims.fmt(accs), "storage_mb": f"{sb / 1e6:.4f}",
+                         "fp32_storage_mb": f"{fp_bytes / 1e6:.4f}", "compression_vs_fp32": f"{fp_bytes / sb:.1f}x"})
+    io.write_csv(out / "summary.csv", rows)
+
+    # claims
+    rows = []
+    for e in experiments:
+        names = runs[e][0]["methods"]
+        ang1 = [n for n in names if methods_cfg[n]["method"] == "angular" and runs[e][0]["methods"][n]["weight_bits"] == 1
+                and runs[e][0]["methods"][n]["activation_bits"] == 1]
+        binaries = [n for n in names if methods_cfg[n]["method"] in ("bnn", "xnor")]
+        if ang1 and binaries:
+            best = max(binaries, key=lambda n: np.mean(_vals(runs[e], n)))
+            rows.append(claims.row(P, f"1-bit angular layers beat 1-bit STE baselines ({e})",
+                                   "test accuracy at W1/A1, higher is better", ang1[0], _vals(runs[e], ang1[0]),
+                                   best, _vals(runs[e], best), True, scale, "accuracy_vs_bits.png"))
+        two = lambda fam: [n for n in names if methods_cfg[n]["method"] == fam and runs[e][0]["methods"][n]["weight_bits"] == 2]
+        if two("angular") and two("lsq"):
+            a, b = two("angular")[0], two("lsq")[0]
+            rows.append(claims.row(P, f"2-bit angular nets beat LSQ at 2 bits ({e})", "test accuracy at W2/A2, higher is better",
+                                   a, _vals(runs[e], a), b, _vals(runs[e], b), True, scale, "accuracy_vs_bits.png"))
+        if runs[e][0]["nu_study"]:
+            nus = sorted(runs[e][0]["nu_study"], key=float)
+            hi, lo = nus[-1], nus[0]
+            rows.append(claims.row(P, f"more random features (larger nu) improve 1-bit angular nets ({e})",
+                                   "test accuracy, higher is better", f"nu={hi}",
+                                   [r["nu_study"][hi]["accuracy"] for r in runs[e]], f"nu={lo}",
+                                   [r["nu_study"][lo]["accuracy"] for r in runs[e]], True, scale, "accuracy_vs_nu.png"))
+    min_n = planted_m["claim_min_samples"]
+    small = [float(t["recovered"]) for t in trials if t["g_gradient_norm"] < thr and t["n"] >= min_n]
+    large = [float(t["recovered"]) for t in trials if t["g_gradient_norm"] >= thr and t["n"] >= min_n]
+    rows.append(claims.row(P, "a small G-gradient means exact recovery of the planted binary target",
+                           f"exact recovery rate (n >= {min_n}), trials with G-gradient norm < {thr:g} vs >= {thr:g}, higher is better",
+                           f"small gradient ({len(small)} trials)", small, f"large gradient ({len(large)} trials)",
+                           large, True, scale, "planted_recovery.png"))
+    claims.write_claims(out / "claims.csv", rows)
+    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

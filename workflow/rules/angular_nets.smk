@@ -1,0 +1,88 @@
+# angular_nets: Angular Nets (low-bit angular layers, G-Gradient).
+# train (experiment x seed: every method on one backbone and data set) + planted -> figures
+AN = "results/angular_nets"
+AN_FIGURES = ["accuracy_vs_bits", "accuracy_vs_nu", "planted_recovery"]
+
+
+rule angular_nets_train:
+    input:
+        data_paths("angular_nets", "cifar10_dir", "imagenet_dir", "glue_dir"),
+    output:
+        metrics=f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json",
+    params:
+        args=paper_params("angular_nets", "methods", "angular", "nu_study_method", "nu_values", "data", "arch", "train"),
+        wildcards=wildcards_json,
+        code=code_stamp("angular_nets"),
+    log:
+        f"{AN}/logs/train/{{variant}}_seed{{seed}}.log",
+    benchmark:
+        f"{AN}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=config["angular_nets"]["resources"]["train_mem_mb"],
+        runtime=config["angular_nets"]["resources"]["train_runtime_min"],
+        gpu=config["angular_nets"]["resources"]["train_gpus"],
+    shell:
+        "{CLI} angular_nets train --params {params.args:q}"
+        " --out {AN}/train/{wildcards.variant}/seed{wildcards.seed} --threads {threads}"
+        " --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
+rule angular_nets_planted:
+    output:
+        metrics=f"{AN}/planted/metrics.json",
+    params:
+        args=paper_params("angular_nets", "planted"),
+        code=code_stamp("angular_nets"),
+    log:
+        f"{AN}/logs/planted.log",
+    benchmark:
+        f"{AN}/benchmarks/planted.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "{CLI} angular_nets planted --params {params.args:q} --out {AN}/planted"
+        " --threads {threads} --rule {rule} > {log} 2>&1"
+
+
+rule angular_nets_figures:
+    input:
+        metrics=grid("angular_nets", f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json"),
+        planted=rules.angular_nets_planted.output.metrics,
+    output:
+        figures=[
+            report(f"{AN}/figures/{name}.png", caption=f"../report/angular_nets_{name}.rst", category="angular_nets")
+            for name in AN_FIGURES
+        ],
+        summary=f"{AN}/summary.csv",
+        claims=f"{AN}/claims.csv",
+    params:
+        args=paper_params(
+            "angular_nets",
+            "methods",
+            run_variants=config["angular_nets"]["run_variants"],
+            seeds=config["angular_nets"]["seeds"],
+        ),
+        code=code_stamp("angular_nets"),
+    log:
+        f"{AN}/logs/figures.log",
+    benchmark:
+        f"{AN}/benchmarks/figures.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    shell:
+        "{CLI} angular_nets figures --params {params.args:q} --input trains={AN}/train"
+        " --input planted={AN}/planted --out {AN} --rule {rule} > {log} 2>&1"
+
+
+register_targets("angular_nets", rules.angular_nets_figures.output)
