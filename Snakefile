@@ -11,6 +11,7 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/shared.smk"
 include: "workflow/rules/nar_dit.smk"
+include: "workflow/rules/sparse_halfspace.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -1,0 +1,160 @@
+"""sparse_halfspace against independent references: Monte Carlo for the Gaussian error formula,
+scipy's SLSQP for the l1/l2 projection and the constrained hinge program, numpy's eigh for the
+filter's top directions, exhaustive search for the sparse direction, and the planted support."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from neurips26.papers.sparse_halfspace import check_config
+from neurips26.papers.sparse_halfspace.baselines import averaging, l1_svm, svm
+from neurips26.papers.sparse_halfspace.data import SparseHalfspace, gaussian_error, support_recovered
+from neurips26.papers.sparse_halfspace.method import (clean_second_moment, constrained_hinge, hinge_objective,
+                                                      learn_sparse_halfspace, project_l1_l2, soft_outlier_removal,
+                                                      truncated_power)
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        yield
+
+
+ALGO = dict(margin=0.1, tau=0.5, hard_slack=1.5, filter_slack=2.0, max_rounds=50, min_mass=0.5, iterations=200)
+
+
+def test_gaussian_error_is_angle_over_pi_by_monte_carlo():
+    rng = np.random.default_rng(0)
+    d = 6
+    w_star = np.zeros(d)
+    w_star[:2] = [0.6, 0.8]
+    x = rng.standard_normal((400_000, d))
+    for w in (w_star + 0.3 * rng.standard_normal(d), rng.standard_normal(d), -w_star + 0.1 * rng.standard_normal(d)):
+        mc = np.mean(np.sign(x @ w) != np.sign(x @ w_star))
+        assert gaussian_error(w, w_star) == pytest.approx(mc, abs=3e-3)
+    assert gaussian_error(w_star, w_star) == pytest.approx(0.0, abs=1e-7)
+    assert gaussian_error(-w_star, w_star) == pytest.approx(1.0)
+
+
+def test_clean_distribution_has_the_margin_labels_and_second_moment():
+    rng = np.random.default_rng(1)
+    prob = SparseHalfspace.make(40, 3, 0.3, rng)
+    x, y = prob.clean(200_000, rng)
+    z = x @ prob.w_star
+    assert np.abs(z).min() >= 0.3 - 1e-12
+    assert np.all(y == np.sign(z))
+    assert np.mean(z ** 2) == pytest.approx(clean_second_moment(0.3), rel=1e-2)
+    other = x @ prob.decoy
+    assert np.mean(other ** 2) == pytest.approx(1.0, rel=1e-2)
+    assert len(prob.support) == 3 and not set(prob.support) & set(np.flatnonzero(prob.decoy))
+
+
+def test_adversary_sits_on_the_decoy_and_the_wrong_side():
+    rng = np.random.default_rng(2)
+    prob = SparseHalfspace.make(30, 3, 0.1, rng)
+    x, y, bad = prob.sample(1000, 0.2, 3.0, 1.0, rng)
+    assert bad.sum() == 200
+    assert np.all(y[bad] == 1) and np.all(x[bad] @ prob.w_star < 0)
+    assert np.mean(x[bad] @ prob.decoy) == pytest.approx(3.0, rel=0.05)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_projection_onto_l1_l2_ball_matches_slsqp(seed):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(8) * rng.choice([0.3, 1.0, 3.0])
+    radius = [1.0, 1.5, 2.0, 3.0][seed % 4]
+    ours = project_l1_l2(v, radius)
+    cons = [{"type": "ineq", "fun": lambda w: 1 - w @ w},
+            {"type": "ineq", "fun": lambda w: radius - np.sum(np.sqrt(w ** 2 + 1e-12))}]
+    ref = minimize(lambda w: 0.5 * np.sum((w - v) ** 2), np.zeros(8), constraints=cons, method="SLSQP",
+                   options={"ftol": 1e-12, "maxiter": 500}).x
+    assert np.linalg.norm(ours) <= 1 + 1e-9 and np.abs(ours).sum() <= radius + 1e-7
+    assert ours == pytest.approx(ref, abs=2e-4)
+
+
+def test_constrained_hinge_reaches_the_slsqp_optimum():
+    rng = np.random.default_rng(3)
+    prob = SparseHalfspace.make(10, 2, 0.1, rng)
+    x, y, _ = prob.sample(80, 0.1, 3.0, 1.0, rng)
+    q = rng.uniform(0.2, 1.0, len(y))
+    radius = np.sqrt(2.0)
+    w = constrained_hinge(x, y, q, 0.5, radius, iterations=3000)
+    # the same program as a smooth one: slack variables for the hinge, w = u - v for the l1 ball
+    n, d = x.shape
+
+    def objective(z):
+        return q @ z[2 * d:] / q.sum()
+
+    cons = [{"type": "ineq", "fun": lambda z: z[2 * d:] - (1 - y * (x @ (z[:d] - z[d:2 * d])) / 0.5)},
+            {"type": "ineq", "fun": lambda z: radius - z[:2 * d].sum()},
+            {"type": "ineq", "fun": lambda z: 1 - np.sum((z[:d] - z[d:2 * d]) ** 2)}]
+    start = np.concatenate([np.maximum(w, 0), np.maximum(-w, 0), np.maximum(0, 1 - y * (x @ w) / 0.5)])
+    ref = minimize(objective, start, constraints=cons, bounds=[(0, None)] * (2 * d + n), method="SLSQP",
+                   options={"ftol": 1e-12, "maxiter": 1000})
+    assert ref.success
+    assert hinge_objective(w, x, y, q, 0.5) == pytest.approx(ref.fun, abs=5e-3)
+    assert np.abs(w).sum() <= radius + 1e-7 and np.linalg.norm(w) <= 1 + 1e-9
+
+
+def test_truncated_power_finds_the_best_sparse_direction_by_exhaustive_search():
+    rng = np.random.default_rng(4)
+    n, d, k = 300, 9, 2
+    x = rng.standard_normal((n, d))
+    x[:, [2, 6]] += 1.2 * rng.standard_normal((n, 1))  # a planted sparse direction
+    q = rng.uniform(0.5, 1.0, n)
+    s = x.T @ (q[:, None] * x) / q.sum()
+    best = max(np.linalg.eigvalsh(s[np.ix_(pair, pair)])[-1] for pair in itertools.combinations(range(d), k))
+    u, value = truncated_power(x, q, k)
+    assert np.count_nonzero(u) <= k
+    assert value == pytest.approx(best, rel=1e-6)
+    u_dense, value_dense = truncated_power(x, q, None, iterations=500, tol=1e-12)
+    assert value_dense == pytest.approx(np.linalg.eigvalsh(s)[-1], rel=1e-6)
+
+
+def test_soft_outlier_removal_downweights_the_decoy_points():
+    rng = np.random.default_rng(5)
+    prob = SparseHalfspace.make(200, 5, 0.1, rng)
+    x, y, bad = prob.sample(1000, 0.1, 3.0, 1.0, rng)
+    res = soft_outlier_removal(x, 5, 0.1, 2.0, 50, 0.5)
+    assert res.final_variance <= res.threshold
+    share = res.weights[bad].sum() / res.weights.sum()
+    assert share < 0.6 * bad.mean()
+    # clean data alone: (almost) nothing removed
+    xc, _ = prob.clean(1000, rng)
+    assert soft_outlier_removal(xc, 5, 0.1, 2.0, 50, 0.5).weights.sum() > 0.97 * 1000
+
+
+def test_no_noise_recovers_the_support():
+    rng = np.random.default_rng(6)
+    prob = SparseHalfspace.make(500, 5, 0.1, rng)
+    x, y, bad = prob.sample(600, 0.0, 3.0, 1.0, rng)
+    learned = learn_sparse_halfspace(x, y, 5, **ALGO)
+    assert support_recovered(learned.w, prob.support)
+    assert gaussian_error(learned.w, prob.w_star) < 0.05
+
+
+def test_ours_beats_baselines_under_the_adversary_in_high_dimension():
+    rng = np.random.default_rng(7)
+    prob = SparseHalfspace.make(1000, 5, 0.1, rng)
+    x, y, bad = prob.sample(800, 0.1, 3.0, 1.0, rng)
+    ours = gaussian_error(learn_sparse_halfspace(x, y, 5, **ALGO, malicious=bad).w, prob.w_star)
+    dense = gaussian_error(learn_sparse_halfspace(x, y, None, **ALGO).w, prob.w_star)
+    others = [gaussian_error(w, prob.w_star) for w in (averaging(x, y), l1_svm(x, y, 0.1, 0), svm(x, y, 1.0, 0))]
+    assert ours < min(others + [dense])
+
+
+def test_averaging_is_exact_in_expectation_on_clean_gaussian_data():
+    rng = np.random.default_rng(8)
+    prob = SparseHalfspace.make(20, 3, 0.0, rng)
+    x, y = prob.clean(200_000, rng)
+    assert averaging(x, y) == pytest.approx(np.sqrt(2 / np.pi) * prob.w_star, abs=1.2e-2)
+
+
+def test_check_config_names_the_key():
+    problems = check_config({"problem": {"sparsity": 10, "dims": [16, 64]}, "noise_sweep": {"d": 64}})
+    assert any(p.startswith("problem.dims") for p in problems)
+    assert check_config({"problem": {"sparsity": 5, "dims": [64, 256], "sample_sizes": [10, 20]},
+                         "noise_sweep": {"d": 64}}) == []
