@@ -1,0 +1,213 @@
+"""Symmetric and asymmetric Burer-Monteiro factorisation of a PSD-constrained quadratic program.
+
+The convex problem is  min_{W PSD} h(W),  h(W) = 1/2 ||A vec(W) - b||^2 + <C, W>  (W symmetric).
+sBMF writes W = X X^T and minimises h(X X^T). aBMF writes Z = X Y^T and minimises
+
+    F_gamma(X, Y) = h(sym(X Y^T)) + gamma/2 ||X - Y||_F^2,      sym(Z) = (Z + Z^T)/2,
+
+which is convex in X for fixed Y and in Y for fixed X, so it is solved by alternating exact
+minimisation (each half-step is a positive-definite linear system). With G = grad h(sym(X Y^T))
+(a symmetric matrix), its critical points satisfy G (X + Y) = 0 and G (X - Y) = 2 gamma (X - Y):
+the columns of X - Y are eigenvectors of G with eigenvalue 2 gamma. Hence X = Y at every
+critical point where 2 gamma > lambda_max(G), and then X is a critical point of sBMF. The
+threshold computed here is gamma* = lambda_max(Lambda*)/2 with Lambda* = grad h(W*) the
+multiplier of the PSD constraint at the convex optimum W*: below it, (X*, X*) is a strict saddle
+of F_gamma (direction (E, -E), E = u e1^T, u the top eigenvector of Lambda*); above it, it is
+a local minimum. See README.md for the derivation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+
+@dataclass
+class QuadraticPSDProblem:
+    """h(W) = 1/2 ||A vec(W) - b||^2 + <C, W>; `design=None` means A is the identity on vec(W).
+
+    Rows of A are vec of symmetric matrices, so h(sym Z) = h(Z) along every linear map."""
+
+    name: str
+    n: int
+    rank: int
+    design: np.ndarray | None
+    target: np.ndarray
+    linear: np.ndarray
+
+    def residual(self, w: np.ndarray) -> np.ndarray:
+        return (w if self.design is None else self.design @ w) - self.target
+
+    def value(self, W: np.ndarray) -> float:
+        r = self.residual(W.reshape(-1))
+        return float(0.5 * r @ r + np.sum(self.linear * W))
+
+    def gradient(self, W: np.ndarray) -> np.ndarray:
+        r = self.residual(W.reshape(-1))
+        g = r if self.design is None else self.design.T @ r
+        G = g.reshape(self.n, self.n) + self.linear
+        return 0.5 * (G + G.T)
+
+    def lipschitz(self) -> float:
+        if self.design is None:
+            return 1.0
+        return float(np.linalg.norm(self.design, 2) ** 2)
+
+
+def sym(Z: np.ndarray) -> np.ndarray:
+    return 0.5 * (Z + Z.T)
+
+
+# ---------------------------------------------------------------- problems
+def psd_approximation(n: int, rank: int, negative: float, rng: np.random.Generator) -> QuadraticPSDProblem:
+    """h(W) = 1/2 ||W - M||_F^2 with M = Q diag(eig) Q^T: `rank` positive eigenvalues (4 .. 2),
+    the rest negative in [-negative, 0) with -negative attained. The PSD optimum is the
+    eigen-truncation of M (closed form, `psd_truncation`), of rank `rank`."""
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    rest = -negative * rng.uniform(0.0, 0.5, n - rank - 1)
+    eig = np.concatenate([np.linspace(4.0, 2.0, rank), rest, [-negative]])
+    M = (Q * eig) @ Q.T
+    return QuadraticPSDProblem("psd_approximation", n, rank, None, M.reshape(-1), np.zeros((n, n)))
+
+
+def matrix_sensing(n: int, rank: int, measurements: int, negative: float, noise: float,
+                   rng: np.random.Generator) -> QuadraticPSDProblem:
+    """h(W) = 1/(2m) sum_i (<A_i, W> - b_i)^2 with symmetric Gaussian A_i and
+    b = A(Z_planted - negative * v v^T) + noise: the unconstrained fit wants a negative eigenvalue."""
+    U = rng.standard_normal((n, rank))
+    Q, _ = np.linalg.qr(np.concatenate([U, rng.standard_normal((n, 1))], axis=1))
+    v = Q[:, rank]
+    truth = U @ U.T / np.sqrt(n) - negative * np.outer(v, v)
+    A = rng.standard_normal((measurements, n, n))
+    A = 0.5 * (A + A.transpose(0, 2, 1))
+    design = A.reshape(measurements, -1) / np.sqrt(measurements)
+    target = design @ truth.reshape(-1) + noise * rng.standard_normal(measurements) / np.sqrt(measurements)
+    return QuadraticPSDProblem("matrix_sensing", n, rank, design, target, np.zeros((n, n)))
+
+
+def maxcut(n: int, rank: int, edge_prob: float, penalty: float, rng: np.random.Generator) -> QuadraticPSDProblem:
+    """MaxCut SDP relaxation max <L, W>/4 s.t. diag W = 1, W PSD, with the diagonal constraint as
+    a quadratic penalty: h(W) = -<L, W>/4 + penalty/2 ||diag W - 1||^2 on an Erdos-Renyi graph."""
+    upper = np.triu(rng.random((n, n)) < edge_prob, 1)
+    adjacency = (upper | upper.T).astype(float)
+    laplacian = np.diag(adjacency.sum(1)) - adjacency
+    design = np.zeros((n, n * n))
+    design[np.arange(n), np.arange(n) * (n + 1)] = np.sqrt(penalty)
+    return QuadraticPSDProblem("maxcut", n, rank, design, np.full(n, np.sqrt(penalty)), -laplacian / 4.0)
+
+
+# ---------------------------------------------------------------- references
+def psd_truncation(M: np.ndarray, rank: int) -> np.ndarray:
+    """argmin over PSD W of rank <= r of ||W - M||_F: keep the r largest positive eigenvalues."""
+    lam, V = np.linalg.eigh(sym(M))
+    keep = np.argsort(lam)[::-1][:rank]
+    lam_k = np.clip(lam[keep], 0.0, None)
+    return (V[:, keep] * lam_k) @ V[:, keep].T
+
+
+def project_psd(W: np.ndarray) -> np.ndarray:
+    lam, V = np.linalg.eigh(sym(W))
+    return (V * np.clip(lam, 0.0, None)) @ V.T
+
+
+def convex_optimum(problem: QuadraticPSDProblem, iters: int = 3000, tol: float = 1e-11) -> np.ndarray:
+    """min over PSD W of h(W) by accelerated projected gradient (FISTA with restarts): an
+    optimiser that never factorises, used as the reference optimum and for the threshold."""
+    step = 1.0 / problem.lipschitz()
+    W = np.zeros((problem.n, problem.n))
+    V, t, prev = W.copy(), 1.0, problem.value(W)
+    for _ in range(iters):
+        W_new = project_psd(V - step * problem.gradient(V))
+        val = problem.value(W_new)
+        if val > prev:  # adaptive restart keeps FISTA monotone
+            V, t = W.copy(), 1.0
+            continue
+        t_new = 0.5 * (1 + np.sqrt(1 + 4 * t * t))
+        V = W_new + ((t - 1) / t_new) * (W_new - W)
+        change = np.linalg.norm(W_new - W)
+        W, t, prev = W_new, t_new, val
+        if change < tol * max(1.0, np.linalg.norm(W)):
+            break
+    return W
+
+
+def exactness_threshold(problem: QuadraticPSDProblem, W_opt: np.ndarray) -> float:
+    """gamma* = lambda_max(grad h(W*)) / 2 (the PSD multiplier at the convex optimum)."""
+    return 0.5 * max(0.0, float(np.linalg.eigvalsh(problem.gradient(W_opt))[-1]))
+
+
+# ---------------------------------------------------------------- factorised solvers
+def half_step(problem: QuadraticPSDProblem, Y: np.ndarray, gamma: float) -> np.ndarray:
+    """argmin_X h(sym(X Y^T)) + gamma/2 ||X - Y||^2 (exact: a positive-definite linear system).
+
+    With vec(sym(X Y^T)) = K vec(X): <sym(X Y^T), B> = <X, B Y> for symmetric B, the rows of
+    A K are vec(A_i Y), and for A = I, K^T K = (I kron Y^T Y + T)/2 with T[(a,k),(b,l)] = Y_al Y_bk."""
+    n, r = Y.shape
+    if problem.design is None:
+        M = problem.target.reshape(n, n)
+        hessian = 0.5 * (np.kron(np.eye(n), Y.T @ Y) + np.einsum("al,bk->akbl", Y, Y).reshape(n * r, n * r))
+        rhs = (M @ Y).reshape(-1)
+    else:
+        AK = np.matmul(problem.design.reshape(-1, n, n), Y).reshape(-1, n * r)
+        hessian = AK.T @ AK
+        rhs = AK.T @ problem.target
+    hessian = hessian + gamma * np.eye(n * r)
+    rhs = rhs - (problem.linear @ Y).reshape(-1) + gamma * Y.reshape(-1)
+    return scipy.linalg.solve(hessian, rhs, assume_a="pos").reshape(n, r)
+
+
+def abmf_objective(problem: QuadraticPSDProblem, X: np.ndarray, Y: np.ndarray, gamma: float) -> float:
+    return problem.value(sym(X @ Y.T)) + 0.5 * gamma * float(np.sum((X - Y) ** 2))
+
+
+def abmf_gradients(problem: QuadraticPSDProblem, X: np.ndarray, Y: np.ndarray, gamma: float):
+    G = problem.gradient(sym(X @ Y.T))
+    return G @ Y + gamma * (X - Y), G @ X - gamma * (X - Y)
+
+
+@dataclass
+class FactorResult:
+    X: np.ndarray
+    Y: np.ndarray
+    iterations: int
+    objective_trace: list[float]
+    diverged: bool = False
+
+
+def solve_abmf(problem: QuadraticPSDProblem, X0: np.ndarray, Y0: np.ndarray, gamma: float,
+               max_iters: int = 2000, tol: float = 1e-10, blowup: float = 1e6) -> FactorResult:
+    """Alternating convex minimisation of F_gamma: X <- argmin_X F(X, Y), Y <- argmin_Y F(X, Y).
+    F decreases monotonically; stops when the relative change of (X, Y) is below `tol` or the
+    factors blow up (F need not be bounded below for small gamma)."""
+    X, Y = X0.copy(), Y0.copy()
+    trace = [abmf_objective(problem, X, Y, gamma)]
+    it = 0
+    for it in range(1, max_iters + 1):
+        X_new = half_step(problem, Y, gamma)
+        Y_new = half_step(problem, X_new, gamma)
+        change = np.sqrt(np.sum((X_new - X) ** 2) + np.sum((Y_new - Y) ** 2))
+        scale = max(1.0, np.sqrt(np.sum(X_new ** 2) + np.sum(Y_new ** 2)))
+        X, Y = X_new, Y_new
+        trace.append(abmf_objective(problem, X, Y, gamma))
+        if scale > blowup:
+            return FactorResult(X, Y, it, trace, diverged=True)
+        if change < tol * scale:
+            break
+    return FactorResult(X, Y, it, trace)
+
+
+def solve_sbmf(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = 5000, tol: float = 1e-12) -> np.ndarray:
+    """min_X h(X X^T) by L-BFGS with the exact gradient 2 grad h(X X^T) X."""
+    n, r = X0.shape
+
+    def fun(x):
+        X = x.reshape(n, r)
+        W = X @ X.T
+        return problem.value(W), (2.0 * problem.gradient(W) @ X).reshape(-1)
+
+    res = scipy.optimize.minimize(fun, X0.reshape(-1), jac=True, method="L-BFGS-B",
+                                  options={"maxiter": max_iters, "ftol": tol, "gtol": 1e-10, "maxcor": 30})
+    return res.x.reshape(n, r)

@@ -1,0 +1,82 @@
+"""Anchor PCA: PCA on a modified target matrix that trades pooled explained variance against
+agreement of the shared embedding's variance across domains.
+
+With per-domain covariances S_e (each domain centred by its own mean), weights w_e = n_e / n,
+pooled covariance S = sum_e w_e S_e and heterogeneity matrix H = sum_e w_e |S_e - S| (|A| the
+matrix absolute value, PSD), Anchor PCA with tuning parameter gamma >= 0 solves
+
+    max_{V in R^{p x k}, V^T V = I}  tr(V^T S V) - gamma * tr(V^T H V)  =  tr(V^T (S - gamma H) V),
+
+i.e. PCA (top-k eigenvectors) of the target S - gamma H. Since |tr(V^T (S_e - S) V)| <=
+tr(V^T |S_e - S| V), the penalty bounds the average disagreement between the variance the shared
+embedding V^T x has in each domain and its pooled variance. gamma = 0 is pooled PCA; one domain
+gives H = 0, i.e. plain PCA; as gamma grows the solution is pushed into the null space of H,
+{v : S_e v = S v for all e}, the maximal subspace on which every domain acts the same. It is a
+maximin problem: tr(V^T (S - gamma H) V) = min over -gamma H <= D <= gamma H of tr(V^T (S + D) V),
+the worst explained variance over unseen covariances whose deviation from the pool is bounded by
+gamma times the observed heterogeneity (and by the reconstruction identity, the worst-case
+reconstruction error tr(S + D) - tr(V^T (S + D) V) up to the constant trace).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def domain_covariances(domains: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each domain's covariance about its own mean (divided by n_e) and the weights n_e / n."""
+    covs = []
+    for X in domains:
+        Xc = X - X.mean(axis=0, keepdims=True)
+        covs.append(Xc.T @ Xc / len(X))
+    sizes = np.array([len(X) for X in domains], dtype=float)
+    return covs, sizes / sizes.sum()
+
+
+def matrix_abs(A: np.ndarray) -> np.ndarray:
+    lam, V = np.linalg.eigh(0.5 * (A + A.T))
+    return (V * np.abs(lam)) @ V.T
+
+
+def pooled_covariance(covs: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    return sum(w * S for w, S in zip(weights, covs))
+
+
+def heterogeneity(covs: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    """H = sum_e w_e |S_e - S|."""
+    pooled = pooled_covariance(covs, weights)
+    return sum(w * matrix_abs(S - pooled) for w, S in zip(weights, covs))
+
+
+def anchor_target(covs: list[np.ndarray], weights: np.ndarray, gamma: float) -> np.ndarray:
+    return pooled_covariance(covs, weights) - gamma * heterogeneity(covs, weights)
+
+
+def top_eigenvectors(M: np.ndarray, k: int) -> np.ndarray:
+    """Orthonormal eigenvectors of the k largest eigenvalues, signs fixed (largest entry > 0)."""
+    lam, V = np.linalg.eigh(0.5 * (M + M.T))
+    V = V[:, np.argsort(lam)[::-1][:k]]
+    signs = np.sign(V[np.abs(V).argmax(axis=0), np.arange(k)])
+    return V * np.where(signs == 0, 1.0, signs)
+
+
+def anchor_pca(covs: list[np.ndarray], weights: np.ndarray, k: int, gamma: float) -> np.ndarray:
+    """The Anchor PCA loadings V (p x k): top-k eigenvectors of S - gamma H."""
+    return top_eigenvectors(anchor_target(covs, weights, gamma), k)
+
+
+def anchor_objective(V: np.ndarray, covs: list[np.ndarray], weights: np.ndarray, gamma: float) -> float:
+    return float(np.trace(V.T @ anchor_target(covs, weights, gamma) @ V))
+
+
+def explained_fraction(V: np.ndarray, cov: np.ndarray) -> float:
+    """Share of a domain's total variance the subspace spanned by V explains."""
+    return float(np.trace(V.T @ cov @ V) / np.trace(cov))
+
+
+def largest_principal_angle(A: np.ndarray, B: np.ndarray) -> float:
+    """Largest principal angle between span(A) and span(B), in degrees."""
+    Qa, _ = np.linalg.qr(A)
+    Qb, _ = np.linalg.qr(B)
+    s = np.linalg.svd(Qa.T @ Qb, compute_uv=False)
+    return float(np.degrees(np.arccos(np.clip(s.min(), -1.0, 1.0))))

@@ -1,0 +1,56 @@
+# abmf: exact penalty for asymmetric Burer-Monteiro factorisation.
+# evaluate (one job per problem, all seeds and gamma ratios) -> figures
+AB = "results/abmf"
+AB_FIGURES = ["asymmetry", "objective_gap"]
+
+
+rule abmf_evaluate:
+    output:
+        metrics=f"{AB}/eval/{{variant}}/metrics.json",
+    params:
+        args=paper_params("abmf", "seeds", "gamma_ratios", "solver"),
+        wildcards=wildcards_json,
+        code=code_stamp("abmf"),
+    log:
+        f"{AB}/logs/eval/{{variant}}.log",
+    benchmark:
+        f"{AB}/benchmarks/eval/{{variant}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "{CLI} abmf evaluate --params {params.args:q} --out {AB}/eval/{wildcards.variant}"
+        " --threads {threads} --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
+rule abmf_figures:
+    input:
+        metrics=expand(f"{AB}/eval/{{variant}}/metrics.json", variant=config["abmf"]["run_variants"]),
+    output:
+        figures=[
+            report(f"{AB}/figures/{name}.png", caption=f"../report/abmf_{name}.rst", category="abmf")
+            for name in AB_FIGURES
+        ],
+        summary=f"{AB}/summary.csv",
+        claims=f"{AB}/claims.csv",
+    params:
+        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", run_variants=config["abmf"]["run_variants"]),
+        code=code_stamp("abmf"),
+    log:
+        f"{AB}/logs/figures.log",
+    benchmark:
+        f"{AB}/benchmarks/figures.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "{CLI} abmf figures --params {params.args:q} --input evals={AB}/eval --out {AB} --rule {rule} > {log} 2>&1"
+
+
+register_targets("abmf", rules.abmf_figures.output)

@@ -1,0 +1,58 @@
+# anchor_pca: Anchor PCA, robust PCA across domains.
+# evaluate (one job per experiment, all seeds and gammas) -> figures
+AP = "results/anchor_pca"
+AP_FIGURES = ["principal_angles", "unseen_variance"]
+
+
+rule anchor_pca_evaluate:
+    input:
+        data_paths("anchor_pca", "gas_dir"),
+    output:
+        metrics=f"{AP}/eval/{{variant}}/metrics.json",
+    params:
+        args=paper_params("anchor_pca", "seeds", "gammas", "maximin_iterations", "data"),
+        wildcards=wildcards_json,
+        code=code_stamp("anchor_pca"),
+    log:
+        f"{AP}/logs/eval/{{variant}}.log",
+    benchmark:
+        f"{AP}/benchmarks/eval/{{variant}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "{CLI} anchor_pca evaluate --params {params.args:q} --out {AP}/eval/{wildcards.variant}"
+        " --threads {threads} --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
+rule anchor_pca_figures:
+    input:
+        metrics=expand(f"{AP}/eval/{{variant}}/metrics.json", variant=config["anchor_pca"]["run_variants"]),
+    output:
+        figures=[
+            report(f"{AP}/figures/{name}.png", caption=f"../report/anchor_pca_{name}.rst", category="anchor_pca")
+            for name in AP_FIGURES
+        ],
+        summary=f"{AP}/summary.csv",
+        claims=f"{AP}/claims.csv",
+    params:
+        args=paper_params("anchor_pca", "gammas", "claim_gamma", run_variants=config["anchor_pca"]["run_variants"]),
+        code=code_stamp("anchor_pca"),
+    log:
+        f"{AP}/logs/figures.log",
+    benchmark:
+        f"{AP}/benchmarks/figures.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "{CLI} anchor_pca figures --params {params.args:q} --input evals={AP}/eval --out {AP} --rule {rule} > {log} 2>&1"
+
+
+register_targets("anchor_pca", rules.anchor_pca_figures.output)
