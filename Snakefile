@@ -12,6 +12,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/shared.smk"
 include: "workflow/rules/nar_dit.smk"
 include: "workflow/rules/sparse_halfspace.smk"
+include: "workflow/rules/angular_nets.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -10,9 +10,11 @@ rule angular_nets_train:
     output:
         metrics=f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json",
     params:
+        cli=CLI,
         args=paper_params("angular_nets", "methods", "angular", "nu_study_method", "nu_values", "data", "arch", "train"),
         wildcards=wildcards_json,
         code=code_stamp("angular_nets"),
+        out=folder_of("output", "metrics"),
     log:
         f"{AN}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -25,17 +27,18 @@ rule angular_nets_train:
         runtime=config["angular_nets"]["resources"]["train_runtime_min"],
         gpu=config["angular_nets"]["resources"]["train_gpus"],
     shell:
-        "{CLI} angular_nets train --params {params.args:q}"
-        " --out {AN}/train/{wildcards.variant}/seed{wildcards.seed} --threads {threads}"
-        " --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+        "{params.cli} angular_nets train --params {params.args:q}"
+        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule angular_nets_planted:
     output:
         metrics=f"{AN}/planted/metrics.json",
     params:
+        cli=CLI,
         args=paper_params("angular_nets", "planted"),
         code=code_stamp("angular_nets"),
+        out=folder_of("output", "metrics"),
     log:
         f"{AN}/logs/planted.log",
     benchmark:
@@ -47,8 +50,8 @@ rule angular_nets_planted:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{CLI} angular_nets planted --params {params.args:q} --out {AN}/planted"
-        " --threads {threads} --rule {rule} > {log} 2>&1"
+        "{params.cli} angular_nets planted --params {params.args:q} --out {params.out}"
+        " --threads {threads} > {log} 2>&1"
 
 
 rule angular_nets_figures:
@@ -69,7 +72,11 @@ rule angular_nets_figures:
             run_variants=config["angular_nets"]["run_variants"],
             seeds=config["angular_nets"]["seeds"],
         ),
+        cli=CLI,
         code=code_stamp("angular_nets"),
+        trains=folder_of("input", "metrics", up=3),
+        planted=folder_of("input", "planted"),
+        out=folder_of("output", "claims"),
     log:
         f"{AN}/logs/figures.log",
     benchmark:
@@ -81,8 +88,8 @@ rule angular_nets_figures:
         mem_mb=2000,
         runtime=10,
     shell:
-        "{CLI} angular_nets figures --params {params.args:q} --input trains={AN}/train"
-        " --input planted={AN}/planted --out {AN} --rule {rule} > {log} 2>&1"
+        "{params.cli} angular_nets figures --params {params.args:q} --input trains={params.trains}"
+        " --input planted={params.planted} --out {params.out} > {log} 2>&1"
 
 
 register_targets("angular_nets", rules.angular_nets_figures.output)

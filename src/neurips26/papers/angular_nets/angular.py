@@ -69,7 +69,7 @@ def quantizer(bits: float) -> Quantizer:
 
 def quantize_codes(z: torch.Tensor, q: Quantizer) -> torch.Tensor:
     """Integer codes 0..len(levels)-1 of z (the index of its quantization bin)."""
-    return torch.bucketize(z, torch.tensor(q.thresholds, dtype=z.dtype), right=True)
+    return torch.bucketize(z.contiguous(), torch.tensor(q.thresholds, dtype=z.dtype), right=True)
 
 
 def quantize(z: torch.Tensor, q: Quantizer) -> torch.Tensor:
