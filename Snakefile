@@ -13,6 +13,7 @@ include: "workflow/rules/shared.smk"
 include: "workflow/rules/nar_dit.smk"
 include: "workflow/rules/sparse_halfspace.smk"
 include: "workflow/rules/angular_nets.smk"
+include: "workflow/rules/crl_spectral.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -1,0 +1,166 @@
+"""Baselines: R's nacLL ported to Python (two-level nested Clayton/Gumbel via the partition
+sums of Hofert & Pham 2013, arXiv:1204.2410), and naive nested autograd of the mixed partial.
+
+nacLL (R package copula, inst/Rsource/dnac.R) writes the density of a two-level nested copula
+with root psi_0 and sectors s = 1..S (sizes d_s, alpha_s = theta_0/theta_s) as
+
+    c(u) = prod_i |(psi_{s(i)}^{-1})'(u_i)| * sum_{k=d_0}^{d} (-1)^{d-k} b_k |psi_0^{(k)}(eta_0)|,
+    b_k  = sum_{j in Q_k} prod_s a_{s, d_s j_s}(t_s),   Q_k = {j : sum j = k, 1 <= j_s <= d_s},
+    a_{s,d_s k}(t) = (-1)^{d_s-k} coeffG(d_s, alpha_s)_k * (1+t)^{alpha_s k - d_s}   (Clayton)
+                   = (-1)^{d_s-k} coeffG(d_s, alpha_s)_k * t^{alpha_s k - d_s}       (Gumbel),
+    coeffG(d, alpha)_k = (-1)^{d-k} sum_{l=k}^{d} alpha^l s(d,l) S(l,k)   (Stirling numbers).
+
+The sum over Q_k enumerates every vector j (prod_s d_s of them): exponential in the number
+of sectors, which is what acopula's polynomial powering replaces.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import lru_cache
+
+import numpy as np
+import torch
+from scipy.special import gammaln, logsumexp
+
+from . import generators as G
+
+
+# ---------------------------------------------------------------- nacLL port
+@lru_cache(maxsize=None)
+def _stirling1(n: int) -> tuple:
+    """Signed Stirling numbers of the first kind s(n, l), l = 0..n (exact integers)."""
+    row = [1]
+    for m in range(n):
+        new = [0] * (len(row) + 1)
+        for l, v in enumerate(row):
+            new[l + 1] += v
+            new[l] -= m * v
+        row = new
+    return tuple(row)
+
+
+@lru_cache(maxsize=None)
+def _stirling2(n: int) -> tuple:
+    """Stirling numbers of the second kind S(n, k), k = 0..n."""
+    row = [1]
+    for m in range(n):
+        new = [0] * (len(row) + 1)
+        for k, v in enumerate(row):
+            new[k] += k * v
+            new[k + 1] += v
+        row = new
+    return tuple(row)
+
+
+def coeff_g(d: int, alpha: float) -> np.ndarray:
+    """coeffG(d, alpha)_k, k = 1..d (copula:::coeffG, direct Stirling sum)."""
+    s1 = _stirling1(d)
+    out = np.zeros(d)
+    for k in range(1, d + 1):
+        total = 0.0
+        for l in range(k, d + 1):
+            total += alpha ** l * s1[l] * _stirling2(l)[k]
+        out[k - 1] = (-1) ** (d - k) * total
+    return out
+
+
+@lru_cache(maxsize=None)
+def _blockparts(sizes: tuple, k: int) -> np.ndarray:
+    """All j with sum(j) = k and 1 <= j_s <= sizes_s, as an (S, m) integer matrix."""
+    cols = [j for j in itertools.product(*[range(1, s + 1) for s in sizes]) if sum(j) == k]
+    return np.array(cols, dtype=int).T.reshape(len(sizes), -1)
+
+
+def _abs_dpsi_log(family: str, theta: float, t: np.ndarray, k: int) -> np.ndarray:
+    """log |psi^{(k)}(t)| (copula's absdPsi)."""
+    if family == "clayton":
+        a = 1 / theta
+        return gammaln(k + a) - gammaln(a) - (k + a) * np.log1p(t)
+    if family == "gumbel":
+        a = 1 / theta
+        if k == 0:
+            return -t ** a
+        c = coeff_g(k, a)
+        j = np.arange(1, k + 1)
+        terms = np.log(np.abs(c))[None, :] + a * j[None, :] * np.log(t)[:, None]
+        return -t ** a - k * np.log(t) + logsumexp(terms, axis=1, b=np.sign(c)[None, :])
+    raise ValueError(f"nacLL supports clayton and gumbel, not {family}")
+
+
+def _ipsi(family, theta, u):
+    return u ** (-theta) - 1 if family == "clayton" else (-np.log(u)) ** theta
+
+
+def _log_abs_dipsi(family, theta, u):
+    if family == "clayton":
+        return np.log(theta) - (theta + 1) * np.log(u)
+    lu = -np.log(u)
+    return np.log(theta) + (theta - 1) * np.log(lu) - np.log(u)
+
+
+def _psi(family, theta, t):
+    return (1 + t) ** (-1 / theta) if family == "clayton" else np.exp(-t ** (1 / theta))
+
+
+def nacll_log_density(family: str, theta0: float, sector_thetas: list[float], sizes: list[int],
+                      u: np.ndarray) -> np.ndarray:
+    """Per-row log-density of a two-level nested Clayton or Gumbel copula (sectors in column order)."""
+    u = np.atleast_2d(np.asarray(u, dtype=float))
+    n, d = u.shape
+    if sum(sizes) != d:
+        raise ValueError(f"sector sizes {sizes} do not add up to d={d}")
+    if theta0 > min(sector_thetas):
+        raise ValueError("nacLL: sufficient nesting condition theta_0 <= theta_s violated")
+    S = len(sizes)
+    starts = np.cumsum([0] + list(sizes))
+    t = np.empty((n, S))
+    eta_parts = np.empty((n, S))
+    log_dipsi = np.zeros(n)
+    A = []
+    for s in range(S):
+        us = u[:, starts[s]:starts[s + 1]]
+        ths = sector_thetas[s]
+        t[:, s] = _ipsi(family, ths, us).sum(1)
+        log_dipsi += _log_abs_dipsi(family, ths, us).sum(1)
+        eta_parts[:, s] = _ipsi(family, theta0, _psi(family, ths, t[:, s]))
+        ds, a = sizes[s], theta0 / ths
+        k = np.arange(1, ds + 1)
+        base = 1 + t[:, s] if family == "clayton" else t[:, s]
+        A.append(base[:, None] ** (a * k[None, :] - ds) * ((-1.0) ** (ds - k) * coeff_g(ds, a))[None, :])
+    eta0 = eta_parts.sum(1)
+    x = np.empty((n, d - S + 1))
+    for k in range(S, d + 1):
+        Q = _blockparts(tuple(sizes), k)
+        prods = np.ones((n, Q.shape[1]))
+        for s in range(S):
+            prods *= A[s][:, Q[s] - 1]
+        b = prods.sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x[:, k - S] = np.log((-1.0) ** (d - k) * b) + _abs_dpsi_log(family, theta0, eta0, k)
+    return logsumexp(x, axis=1) + log_dipsi
+
+
+# ---------------------------------------------------------------- naive nested autograd
+def naive_log_density(root, gens, u: torch.Tensor, observed: torch.Tensor | None = None) -> torch.Tensor:
+    """Mixed partial over the observed columns by repeated autograd of C(u) (cost grows
+    exponentially with the number of derivatives). One observation pattern per call row-wise."""
+    from .method import cdf
+
+    u = torch.as_tensor(u, dtype=torch.float64)
+    if observed is None:
+        observed = torch.ones_like(u, dtype=torch.bool)
+    out = torch.empty(u.shape[0], dtype=torch.float64)
+    patterns = {}
+    for i, row in enumerate(observed.tolist()):
+        patterns.setdefault(tuple(row), []).append(i)
+    for pattern, rows in patterns.items():
+        x = u[rows].clone().requires_grad_(True)
+        f = cdf(root, gens, x)
+        cols = [j for j, o in enumerate(pattern) if o]
+        for j in cols:
+            (g,) = torch.autograd.grad(f.sum(), x, create_graph=True)
+            f = g[:, j]
+        out[rows] = torch.log(f.detach())
+    return out

@@ -1,0 +1,124 @@
+"""Data for acopula: simulated censored nested data, the Swiss stock returns shipped in
+`copulae` (sectors as nesting groups), a paired censored survival data set from `lifelines`
+(first two recurrence gap times of each subject in `load_recur`), and the real-format
+loaders config/paper.yaml names (S&P 500 prices + sectors, MIMIC-IV-style survival table).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+# Sector of each SMI constituent in copulae's `load_smi` (Swiss Market Index, 2011-2012).
+SMI_SECTORS = {
+    "ABBN": "industrials", "ADEN": "industrials", "SGSN": "industrials",
+    "ATLN": "health", "NOVN": "health", "ROG": "health", "SYST": "health",
+    "CSGN": "financials", "BAER": "financials", "SREN": "financials", "UBSN": "financials", "ZURN": "financials",
+    "GIVN": "materials", "HOLN": "materials", "SYNN": "materials",
+    "NESN": "consumer", "CFR": "consumer", "UHR": "consumer",
+    "SCMN": "telecom", "RIGN": "energy",
+}
+
+
+def pseudo_observations(x: np.ndarray) -> np.ndarray:
+    """Column ranks / (n + 1)."""
+    from scipy.stats import rankdata
+
+    return rankdata(x, axis=0) / (x.shape[0] + 1)
+
+
+def smi_returns() -> tuple[np.ndarray, list[str], dict[str, str]]:
+    from copulae.datasets import load_smi
+
+    prices = load_smi()
+    returns = np.diff(np.log(prices.to_numpy(dtype=float)), axis=0)
+    return returns, list(prices.columns), SMI_SECTORS
+
+
+def load_prices(prices_path: str | Path, sectors_path: str | Path) -> tuple[np.ndarray, list[str], dict[str, str]]:
+    """Daily log returns from a prices CSV (first column date, one column per ticker) and a
+    sectors CSV (columns ticker,sector). Tickers without a sector are dropped."""
+    import pandas as pd
+
+    prices_path, sectors_path = Path(prices_path), Path(sectors_path)
+    for p in (prices_path, sectors_path):
+        if not p.exists():
+            raise FileNotFoundError(f"acopula: data file {p} does not exist")
+    prices = pd.read_csv(prices_path, index_col=0)
+    sectors = pd.read_csv(sectors_path)
+    if not {"ticker", "sector"} <= set(sectors.columns):
+        raise ValueError(f"acopula: {sectors_path} needs columns ticker,sector")
+    mapping = dict(zip(sectors["ticker"].astype(str), sectors["sector"].astype(str)))
+    cols = [c for c in prices.columns if c in mapping]
+    if len(cols) < 2:
+        raise ValueError(f"acopula: fewer than two tickers of {prices_path} have a sector in {sectors_path}")
+    prices = prices[cols].dropna()
+    returns = np.diff(np.log(prices.to_numpy(dtype=float)), axis=0)
+    return returns, cols, {c: mapping[c] for c in cols}
+
+
+def sector_tree_spec(tickers: list[str], sectors: dict[str, str], family: str) -> dict:
+    """Root over sectors; a sector with >= 2 tickers is a child node, a lone ticker a root leaf."""
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(tickers):
+        groups.setdefault(sectors[t], []).append(i)
+    children = []
+    for name in sorted(groups):
+        cols = groups[name]
+        children.append({"family": family, "children": cols, "name": name} if len(cols) > 1 else cols[0])
+    return {"family": family, "children": children, "name": "market"}
+
+
+def _km_u(times: np.ndarray, events: np.ndarray) -> np.ndarray:
+    """u = S(t) from the Kaplan-Meier estimate of each margin, shrunk by n/(n+1) away from 0."""
+    from lifelines import KaplanMeierFitter
+
+    n = times.shape[0]
+    u = np.empty_like(times, dtype=float)
+    for j in range(times.shape[1]):
+        km = KaplanMeierFitter().fit(times[:, j], events[:, j])
+        s = km.survival_function_at_times(times[:, j]).to_numpy()
+        # survival just before t for events (the jump), at t for censored times
+        s_before = km.survival_function_at_times(np.nextafter(times[:, j], -np.inf)).to_numpy()
+        u[:, j] = np.where(events[:, j] == 1, (s + s_before) / 2, s)
+    return np.clip(u * n / (n + 1), 0.5 / (n + 1), 1 - 0.5 / (n + 1))
+
+
+def recur_pairs() -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """First two gap times (days) of each subject in lifelines' `load_recur` with their
+    event flags; subjects with a single record are kept with the second gap censored at 1 day."""
+    from lifelines.datasets import load_recur
+
+    df = load_recur().sort_values(["ID", "EVENT"])
+    times, events = [], []
+    for _, g in df.groupby("ID"):
+        rows = g.to_dict("records")
+        gap = [max(r["TIME1"] - r["TIME0"], 0.5) for r in rows[:2]]
+        ev = [int(r["CENSOR"]) for r in rows[:2]]
+        if len(rows) == 1:
+            gap.append(1.0)
+            ev.append(0)
+        times.append(gap)
+        events.append(ev)
+    return np.asarray(times, dtype=float), np.asarray(events, dtype=int), ["gap1", "gap2"]
+
+
+def load_survival_table(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """CSV with columns <name>_time and <name>_event (1 = observed, 0 = right-censored) per
+    variable, one row per subject (MIMIC-IV-style wide table)."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"acopula: data file {path} does not exist")
+    df = pd.read_csv(path)
+    names = [c[:-5] for c in df.columns if c.endswith("_time")]
+    missing = [n for n in names if f"{n}_event" not in df.columns]
+    if not names or missing:
+        raise ValueError(f"acopula: {path} needs <name>_time and <name>_event columns (missing events for {missing})")
+    return df[[f"{n}_time" for n in names]].to_numpy(float), df[[f"{n}_event" for n in names]].to_numpy(int), names
+
+
+def survival_to_copula_scale(times: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _km_u(times, events), events.astype(bool)

@@ -1,0 +1,317 @@
+"""The steps the CLI calls for acopula: speed, simulate (per seed), stocks, survival, figures."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurips26.core import claims, io, plotting, tracking
+
+from . import baselines as B
+from . import data as D
+from . import generators as G
+from . import method as M
+from .sampling import sample
+
+P = "acopula"
+
+
+def _sectors(d: int, sector: int) -> list[int]:
+    """Two equal sectors for small d, else sectors of `sector` leaves (the last one shorter)."""
+    if d < 2 * sector:
+        return [d // 2, d - d // 2]
+    sizes = [sector] * (d // sector)
+    if d % sector:
+        sizes.append(d % sector)
+    return sizes
+
+
+def _bench_case(d: int, sector: int, theta0: float, rng) -> tuple[M.Node, dict, list[int], list[float]]:
+    sizes = _sectors(d, sector)
+    thetas = [theta0 + 0.5 + 0.25 * (s % 4) for s in range(len(sizes))]
+    root = M.two_level("clayton", sizes, theta0, thetas)
+    return root, M.generators_from_thetas(root), sizes, thetas
+
+
+def _time(fn, repeats: int) -> tuple[float, object]:
+    best, out = math.inf, None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+# ---------------------------------------------------------------- speed
+def speed(params, inputs, out: Path):
+    """Per-density time against d: ours, the nacLL port and naive autograd, on two-level
+    nested Clayton copulas; agreement of the three log-densities where they overlap."""
+    cfg = params["speed"]
+    rng = np.random.default_rng(int(cfg["seed"]))
+    theta0, sector = float(cfg["theta0"]), int(cfg["sector_size"])
+    dims = sorted(set(cfg["naive_dims"]) | set(cfg["nacll_dims"]) | set(cfg["ours_dims"]))
+    timing, metrics = {"ours": {}, "nacll": {}, "naive": {}}, {"max_abs_diff_vs_nacll": 0.0, "max_abs_diff_vs_naive": 0.0}
+    for d in dims:
+        root, gens, sizes, thetas = _bench_case(d, sector, theta0, rng)
+        n = int(cfg["rows_small"] if d <= max(cfg["nacll_dims"]) else cfg["rows_large"])
+        u = rng.uniform(0.02, 0.98, size=(n, d))
+        ut = torch.as_tensor(u)
+        with torch.no_grad():
+            t_ours, ll = _time(lambda: M.log_density(root, gens, ut), int(cfg["repeats"]))
+        timing["ours"][str(d)] = t_ours / n
+        if d in cfg["nacll_dims"]:
+            t_nac, ll_nac = _time(lambda: B.nacll_log_density("clayton", theta0, thetas, sizes, u), int(cfg["repeats"]))
+            timing["nacll"][str(d)] = t_nac / n
+            metrics["max_abs_diff_vs_nacll"] = max(metrics["max_abs_diff_vs_nacll"],
+                                                   float(np.abs(ll.numpy() - ll_nac).max()))
+        if d in cfg["naive_dims"]:
+            m = min(n, int(cfg["rows_naive"]))
+            t_nai, ll_nai = _time(lambda: B.naive_log_density(root, gens, ut[:m]), 1)
+            timing["naive"][str(d)] = t_nai / m
+            metrics["max_abs_diff_vs_naive"] = max(metrics["max_abs_diff_vs_naive"],
+                                                   float((ll[:m] - ll_nai).abs().max()))
+        metrics[f"mean_loglik_d{d}"] = float(ll.mean())
+        tracking.active().log_metrics({f"seconds_per_density_{k}": v[str(d)] for k, v in timing.items()
+                                       if str(d) in v}, step=d)
+        print(f"d={d:5d} " + "  ".join(f"{k}={v[str(d)]:.3e}s" for k, v in timing.items() if str(d) in v), flush=True)
+    io.write_json(out / "metrics.json", metrics)
+    io.write_json(out / "timing.json", timing)
+
+
+def loglog_slope(timing: dict[str, float], lo: int, hi: int) -> float:
+    ds = sorted(int(d) for d in timing if lo <= int(d) <= hi)
+    if len(ds) < 2:
+        return float("nan")
+    x = np.log([float(d) for d in ds])
+    y = np.log([timing[str(d)] for d in ds])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+# ---------------------------------------------------------------- simulation with censoring
+def _sim_tree(cfg) -> dict:
+    fam, start, children = cfg["family"], 0, []
+    for g, (size, th) in enumerate(zip(cfg["group_sizes"], cfg["group_thetas"])):
+        children.append({"family": fam, "theta": th, "children": list(range(start, start + size)), "name": f"group{g}"})
+        start += size
+    return {"family": fam, "theta": cfg["root_theta"], "children": children, "name": "root"}
+
+
+def _node_taus(root: M.Node, thetas: dict[str, float]) -> dict[str, float]:
+    return {n.name: G.make(n.family, thetas[n.name]).tau() for n in root.nodes()}
+
+
+def simulate(params, inputs, out: Path):
+    """Censored MLE on simulated nested data vs ignoring censoring vs a flat copula."""
+    cfg, seed = params["simulate"], int(params["seed"])
+    rng = np.random.default_rng(1000 + seed)
+    spec = _sim_tree(cfg)
+    truth = M.Node.from_spec(spec)
+    gens = M.generators_from_thetas(truth)
+    u = sample(truth, gens, int(cfg["n"]), rng)
+    # independent censoring in copula scale: U_i is censored when U_i < W_i, W_i ~ U(0, 2 rate)
+    w = rng.uniform(0, 2 * float(cfg["censor_rate"]), size=u.shape)
+    observed = u >= w
+    u_rec = np.where(observed, u, w)
+    ut, ot = torch.as_tensor(u_rec), torch.as_tensor(observed)
+    true_taus = _node_taus(truth, {n.name: float(n.theta) for n in truth.nodes()})
+
+    def fresh(s):
+        node = M.Node.from_spec(s)
+        for n in node.nodes():
+            n.theta = None
+        return node
+
+    results = {}
+    fits = {
+        "censored_mle": (fresh(spec), ot),
+        "ignore_censoring": (fresh(spec), torch.ones_like(ot)),
+        "flat_censored_mle": (M.Node(cfg["family"], None, list(range(u.shape[1])), name="root"), ot),
+    }
+    for name, (tree, obs) in fits.items():
+        thetas, ll = M.fit(tree, ut, obs, max_iter=int(cfg["max_iter"]), log_every=1, metric_prefix=f"{name}_")
+        taus = _node_taus(tree, thetas)
+        # a flat copula has one tau for every pair: compare it with each true node tau
+        errs = [abs((taus[n] if n in taus else taus["root"]) - t) for n, t in true_taus.items()]
+        results[name] = {"thetas": thetas, "taus": taus, "mean_loglik": ll,
+                         "tau_mae": float(np.mean(errs))}
+        tracking.active().log_metrics({f"{name}_tau_mae": float(np.mean(errs))})
+    metrics = {"seed": seed, "censored_fraction": float(1 - observed.mean()), "true_taus": true_taus,
+               "results": results}
+    io.write_json(out / "metrics.json", metrics)
+
+
+# ---------------------------------------------------------------- stocks
+def stocks(params, inputs, out: Path):
+    """Hierarchical (sector-nested) vs flat copulas of daily stock returns, by LL and AIC."""
+    cfg = params["stocks"]
+    if cfg["source"] == "smi":
+        returns, tickers, sectors = D.smi_returns()
+    else:
+        returns, tickers, sectors = D.load_prices(cfg["prices_path"], cfg["sectors_path"])
+    u = torch.as_tensor(D.pseudo_observations(returns))
+    rows = {}
+    for family in cfg["families"]:
+        for kind in ("nested", "flat"):
+            spec = D.sector_tree_spec(tickers, sectors, family) if kind == "nested" else \
+                {"family": family, "children": list(range(len(tickers))), "name": "market"}
+            # returns: lower-tail families as is, upper-tail (gumbel) on 1 - u as well via the same u
+            tree = M.Node.from_spec(spec)
+            thetas, ll = M.fit(tree, u, None, max_iter=int(cfg["max_iter"]))
+            k = len(tree.nodes())
+            total = ll * u.shape[0]
+            rows[f"{family}_{kind}"] = {"family": family, "kind": kind, "params": k, "loglik": total,
+                                        "aic": 2 * k - 2 * total, "thetas": thetas}
+            tracking.active().log_metrics({f"{family}_{kind}_aic": 2 * k - 2 * total})
+    io.write_json(out / "metrics.json", {"n": int(u.shape[0]), "d": int(u.shape[1]), "fits": rows,
+                                         "sectors": sorted(set(sectors.values()))})
+
+
+# ---------------------------------------------------------------- survival
+def survival(params, inputs, out: Path):
+    """Family-agnostic censored MLE: every family in the config on one censored data set."""
+    cfg = params["survival"]
+    if cfg["source"] == "recur":
+        times, events, names = D.recur_pairs()
+    else:
+        times, events, names = D.load_survival_table(cfg["survival_path"])
+    u, observed = D.survival_to_copula_scale(times, events)
+    ut, ot = torch.as_tensor(u), torch.as_tensor(observed)
+    rows = {}
+    for family in cfg["families"]:
+        tree = M.Node(family, None, list(range(u.shape[1])), name="root")
+        thetas, ll = M.fit(tree, ut, ot, max_iter=int(cfg["max_iter"]))
+        total = ll * u.shape[0]
+        rows[family] = {"theta": thetas["root"], "loglik": total, "aic": 2 - 2 * total,
+                        "tau": G.make(family, thetas["root"]).tau()}
+        tracking.active().log_metrics({f"{family}_aic": 2 - 2 * total})
+    io.write_json(out / "metrics.json", {"n": int(u.shape[0]), "d": int(u.shape[1]), "variables": names,
+                                         "censored_fraction": float(1 - observed.mean()), "fits": rows})
+
+
+# ---------------------------------------------------------------- figures and claims
+def figures(params, inputs, out: Path):
+    figdir = out / "figures"
+    speed_m = io.read_json(inputs["speed"] / "metrics.json")
+    timing = io.read_json(inputs["speed"] / "timing.json")
+    sims = [io.read_json(inputs["simulate"] / f"seed{s}" / "metrics.json") for s in params["seeds"]]
+    stock = io.read_json(inputs["stocks"] / "metrics.json")
+    surv = io.read_json(inputs["survival"] / "metrics.json")
+    scfg = params["speed"]
+    scale = params["scale"]
+
+    # speed figure
+    fig, axes = plotting.figure()
+    ax = axes[0][0]
+    for key, label in (("ours", "acopula (ours, PyTorch)"), ("nacll", "nacLL port (partition sums)"),
+                       ("naive", "naive nested autograd")):
+        ds = sorted(int(d) for d in timing[key])
+        if ds:
+            ax.plot(ds, [timing[key][str(d)] for d in ds], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("dimension d (two-level nested Clayton)")
+    ax.set_ylabel("seconds per density evaluation")
+    ax.set_title("Per-density time against dimension")
+    ax.legend()
+    plotting.save(fig, figdir / "speed.png")
+
+    # censoring figure
+    methods = ["censored_mle", "ignore_censoring", "flat_censored_mle"]
+    labels = {"censored_mle": "nested, censored MLE (ours)", "ignore_censoring": "nested, censoring ignored",
+              "flat_censored_mle": "flat, censored MLE"}
+    mae = {m: [s["results"][m]["tau_mae"] for s in sims] for m in methods}
+    fig, axes = plotting.figure()
+    ax = axes[0][0]
+    for i, m in enumerate(methods):
+        ax.scatter([i] * len(mae[m]), mae[m], alpha=0.6)
+        ax.bar(i, np.mean(mae[m]), alpha=0.4, label=f"{labels[m]} (n={len(mae[m])})")
+    ax.set_xticks(range(len(methods)), ["censored", "ignored", "flat"])
+    ax.set_ylabel("mean |tau_hat - tau| over nodes")
+    ax.set_title(f"Simulated nested data, {100 * np.mean([s['censored_fraction'] for s in sims]):.0f}% censored")
+    ax.legend()
+    plotting.save(fig, figdir / "censoring.png")
+
+    # stocks figure
+    fig, axes = plotting.figure()
+    ax = axes[0][0]
+    fams = sorted({r["family"] for r in stock["fits"].values()})
+    for j, kind in enumerate(("nested", "flat")):
+        ax.bar(np.arange(len(fams)) + 0.4 * j, [stock["fits"][f"{f}_{kind}"]["aic"] for f in fams], width=0.4,
+               label=f"{kind} ({'sectors' if kind == 'nested' else 'one parameter'})")
+    ax.set_xticks(np.arange(len(fams)) + 0.2, fams)
+    ax.set_ylabel("AIC (lower is better)")
+    ax.set_title(f"Stock returns, d={stock['d']}, n={stock['n']}")
+    ax.legend()
+    plotting.save(fig, figdir / "stocks.png")
+
+    # survival figure
+    fig, axes = plotting.figure(width=7)
+    ax = axes[0][0]
+    fams_s = list(surv["fits"])
+    ax.bar(range(len(fams_s)), [surv["fits"][f]["aic"] for f in fams_s])
+    ax.set_xticks(range(len(fams_s)), fams_s, rotation=45)
+    ax.set_ylabel("AIC (lower is better)")
+    ax.set_title(f"Censored MLE across families ({100 * surv['censored_fraction']:.0f}% censored, n={surv['n']})")
+    plotting.save(fig, figdir / "survival.png")
+
+    # summary table
+    d_ref = int(scfg["speedup_dim"])
+    ours_ref = timing["ours"].get(str(d_ref), float("nan"))
+    nac_ref = timing["nacll"].get(str(d_ref), float("nan"))
+    speedup = nac_ref / ours_ref
+    slope = loglog_slope(timing["ours"], int(scfg["slope_range"][0]), int(scfg["slope_range"][1]))
+    summary = [{"item": f"seconds per density, d={d}", "ours": timing["ours"].get(str(d), ""),
+                "nacll_port": timing["nacll"].get(str(d), ""), "naive_autograd": timing["naive"].get(str(d), "")}
+               for d in sorted({int(x) for k in timing for x in timing[k]})]
+    summary += [{"item": f"tau MAE ({m})", "ours": claims.fmt(mae[m]), "nacll_port": "", "naive_autograd": ""}
+                for m in methods]
+    summary += [{"item": f"AIC stocks {k}", "ours": f"{v['aic']:.2f}", "nacll_port": "", "naive_autograd": ""}
+                for k, v in stock["fits"].items()]
+    summary += [{"item": f"AIC survival {k}", "ours": f"{v['aic']:.2f}", "nacll_port": "", "naive_autograd": ""}
+                for k, v in surv["fits"].items()]
+    io.write_csv(out / "summary.csv", summary, ["item", "ours", "nacll_port", "naive_autograd"])
+
+    def at_least(value, target):
+        return "yes" if value >= target else ("partly" if value > 1 else "no")
+
+    rows = [
+        claims.row(P, f"large per-density speedup over nacLL at d={d_ref}",
+                   "seconds per density, lower is better (reproduced: speedup >= 100x, issue target)",
+                   "acopula (ours)", [ours_ref], "nacLL port (vectorised numpy)", [nac_ref], False, scale,
+                   "figures/speed.png", paper_value="~650x speedup (vs R)", digits=3,
+                   reproduced=at_least(speedup, 100.0)),
+        claims.row(P, "density cost scales quadratically in d",
+                   f"log-log slope of time vs d, d={scfg['slope_range'][0]}..{scfg['slope_range'][1]} "
+                   "(reproduced: <= 2.2)", "acopula (ours)", [slope], "quadratic", [2.0], False, scale,
+                   "figures/speed.png", paper_value="2 (to d=8000)",
+                   reproduced="yes" if slope <= 2.2 else "no"),
+        claims.row(P, "exact likelihoods: agrees with nacLL and naive autograd",
+                   "max |log-density difference|, lower is better (reproduced: < 1e-8)",
+                   "acopula vs nacLL port", [speed_m["max_abs_diff_vs_nacll"]],
+                   "acopula vs naive autograd", [speed_m["max_abs_diff_vs_naive"]], False, scale,
+                   "figures/speed.png", reproduced="yes" if max(speed_m["max_abs_diff_vs_nacll"],
+                                                                speed_m["max_abs_diff_vs_naive"]) < 1e-8 else "no"),
+        claims.row(P, "censored MLE recovers nested dependence better than ignoring censoring",
+                   "mean |tau_hat - tau| over nodes, lower is better", "nested censored MLE", mae["censored_mle"],
+                   "nested, censoring ignored", mae["ignore_censoring"], False, scale, "figures/censoring.png"),
+        claims.row(P, "a nested tree recovers group dependence better than a flat copula",
+                   "mean |tau_hat - tau| over nodes, lower is better", "nested censored MLE", mae["censored_mle"],
+                   "flat censored MLE", mae["flat_censored_mle"], False, scale, "figures/censoring.png"),
+    ]
+    best_nested = min((v for v in stock["fits"].values() if v["kind"] == "nested"), key=lambda v: v["aic"])
+    flat_same = stock["fits"][f"{best_nested['family']}_flat"]
+    rows.append(claims.row(P, f"sector-nested model fits stock returns better than flat (d={stock['d']})",
+                           "AIC, lower is better", f"nested {best_nested['family']}", [best_nested["aic"]],
+                           f"flat {best_nested['family']}", [flat_same["aic"]], False, scale, "figures/stocks.png"))
+    best_fam = min(surv["fits"], key=lambda f: surv["fits"][f]["aic"])
+    rows.append(claims.row(P, f"censored MLE across {len(surv['fits'])} families picks a better family than Clayton",
+                           "AIC, lower is better", f"best family ({best_fam})", [surv["fits"][best_fam]["aic"]],
+                           "clayton", [surv["fits"]["clayton"]["aic"]] if "clayton" in surv["fits"] else [],
+                           False, scale, "figures/survival.png"))
+    claims.write_claims(out / "claims.csv", rows)
+    tracking.active().log_metrics({"speedup_at_ref_dim": speedup, "loglog_slope": slope})
+    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

@@ -1,0 +1,165 @@
+"""crl_spectral against independent references: scipy's Gaussian densities for the PMI,
+Gauss-Hermite quadrature for the closed-form spectrum, Eckart-Young for the truncated SVD,
+the closed-form minimiser of the spectral contrastive loss, brute-force enumeration for the
+retrieval error, and the KL identity for the excess InfoNCE risk."""
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from neurips26.papers.crl_spectral import check_config
+from neurips26.papers.crl_spectral import pmi as P
+from neurips26.papers.crl_spectral.method import fit_tables, spectral_closed_form
+from neurips26.papers.crl_spectral.retrieval import (infonce_excess_risk, infonce_risk, retrieval_error,
+                                                     retrieval_error_bruteforce)
+from neurips26.papers.crl_spectral.steps import calibration_exponent
+
+
+def joint(kind="gaussian", n=12, bandwidth=2.0, seed=0):
+    return P.discrete_joint(kind, n, bandwidth, 0.1, 0.3, np.random.default_rng(seed))
+
+
+def test_independent_pairs_have_zero_pmi_and_infonce_learns_a_constant():
+    j = joint("independent")
+    assert np.abs(j.pmi()).max() < 1e-12
+    assert np.abs(P.spectrum(j)).max() < 1e-12
+    fit = fit_tables(j, 2, "infonce", 100, seed=0)
+    assert j.error_mod_constant(fit.scores) < 1e-5
+    assert infonce_excess_risk(j, fit.scores, "sym") < 1e-9
+    pair = P.GaussianPair(3, 0.0)
+    x, y = pair.sample(50, np.random.default_rng(0))
+    assert np.abs(pair.pmi(x, y)).max() < 1e-12
+
+
+def test_gaussian_pmi_matches_scipy_densities():
+    pair = P.GaussianPair(2, 0.7)
+    rng = np.random.default_rng(1)
+    x, y = pair.sample(20, rng)
+    cov = np.block([[np.eye(2), 0.7 * np.eye(2)], [0.7 * np.eye(2), np.eye(2)]])
+    joint_pdf = multivariate_normal(np.zeros(4), cov)
+    marg = multivariate_normal(np.zeros(2), np.eye(2))
+    ref = np.array([[joint_pdf.logpdf(np.concatenate([a, b])) - marg.logpdf(a) - marg.logpdf(b) for b in y] for a in x])
+    assert pair.pmi(x, y) == pytest.approx(ref, abs=1e-10)
+    grid_x, _ = pair.sample(4000, rng)
+    _, grid_y = pair.sample(4000, rng)
+    assert pair.pmi(grid_x, grid_y).mean() == pytest.approx(pair.mean_pmi(), abs=0.1)
+
+
+@pytest.mark.parametrize("dim, rho", [(1, 0.5), (2, 0.8)])
+def test_gaussian_spectrum_closed_form_matches_quadrature(dim, rho):
+    nodes, weights = np.polynomial.hermite_e.hermegauss(20)
+    weights = weights / weights.sum()
+    grid = np.stack(np.meshgrid(*[nodes] * dim, indexing="ij"), -1).reshape(-1, dim)
+    w = np.prod(np.stack(np.meshgrid(*[weights] * dim, indexing="ij"), -1).reshape(-1, dim), axis=1)
+    pair = P.GaussianPair(dim, rho)
+    k = pair.pmi(grid, grid)
+    k = k - w @ k @ w
+    sv = np.linalg.svd(np.sqrt(w)[:, None] * k * np.sqrt(w)[None, :], compute_uv=False)
+    closed = pair.spectrum()
+    assert len(closed) == pair.rank == dim + 2
+    assert sv[:pair.rank] == pytest.approx(closed, rel=1e-8)
+    assert sv[pair.rank] < 1e-8 * sv[0]
+
+
+def test_truncated_svd_attains_the_tail_and_bounds_every_rank_d_fit():
+    j = joint("laplace", n=14)
+    target = j.centred(j.pmi())
+    sv = P.spectrum(j)
+    rng = np.random.default_rng(2)
+    for dim in (1, 2, 4, 8):
+        tail = P.spectral_tails(sv, [dim])[0]
+        best = P.truncated_svd(j, target, dim)
+        assert np.linalg.matrix_rank(best) == dim
+        assert j.l2(best - target) == pytest.approx(tail, rel=1e-10)
+        # up to a constant the best rank-D fit lies between tail_{D+1} and tail_D
+        assert P.spectral_tails(sv, [dim + 1])[0] - 1e-12 <= j.error_mod_constant(best) <= tail + 1e-12
+        for _ in range(20):
+            other = best + 0.1 * rng.standard_normal((14, dim)) @ rng.standard_normal((dim, 14))
+            other = P.truncated_svd(j, other, dim)  # any rank-D matrix
+            assert j.l2(other - target) >= tail - 1e-12
+
+
+def test_finite_rank_pmi_is_fitted_exactly_once_d_reaches_its_rank():
+    j = P.discrete_joint("block", 16, 4, 0.1, 0.3, np.random.default_rng(3))  # 4 blocks of 4 states
+    sv = P.spectrum(j)
+    rank = P.numerical_rank(sv)
+    assert rank <= 4
+    exact = fit_tables(j, rank, "infonce", 400, seed=1)
+    assert j.error_mod_constant(exact.scores) < 1e-3 * np.sqrt((sv ** 2).sum())
+    short = fit_tables(j, rank - 2, "infonce", 400, seed=1)
+    assert j.error_mod_constant(short.scores) >= P.spectral_tails(sv, [rank - 1])[0] - 1e-9 > 1e-3
+
+
+def test_full_rank_infonce_recovers_pmi_and_its_excess_risk_is_the_kl_gap():
+    j = joint("gaussian", n=10)
+    fit = fit_tables(j, 10, "infonce", 500, seed=0)
+    assert j.error_mod_constant(fit.scores) < 1e-4
+    assert infonce_risk(j, j.pmi()) == pytest.approx(-(j.joint * j.pmi()).sum(), abs=1e-12)  # -I(X; Y)
+    rng = np.random.default_rng(4)
+    s = rng.standard_normal((10, 10))
+    assert infonce_risk(j, s) - infonce_risk(j, j.pmi()) == pytest.approx(infonce_excess_risk(j, s, "sym"), abs=1e-12)
+    assert fit.loss == pytest.approx(infonce_risk(j, fit.scores), abs=1e-10)  # torch loss == numpy loss
+
+
+@pytest.mark.parametrize("dim", [1, 3])
+def test_spectral_contrastive_fit_matches_its_closed_form_minimiser(dim):
+    j = joint("gaussian", n=12)
+    fit = fit_tables(j, dim, "spectral", 500, seed=0)
+    closed = spectral_closed_form(j, dim)
+    assert j.l2(fit.scores - closed) / j.l2(closed) < 1e-5
+
+
+@pytest.mark.parametrize("kind, candidates", [("gaussian", 2), ("gaussian", 3), ("block", 3)])
+def test_exact_retrieval_error_matches_enumeration(kind, candidates):
+    j = P.discrete_joint(kind, 5, 1.0 if kind == "gaussian" else 2, 0.2, 0.3, np.random.default_rng(5))
+    rng = np.random.default_rng(6)
+    for scores in (j.pmi(), rng.standard_normal((5, 5)), np.round(rng.standard_normal((5, 5)))):
+        assert retrieval_error(j, scores, candidates) == pytest.approx(
+            retrieval_error_bruteforce(j, scores, candidates), abs=1e-12)
+
+
+def test_pmi_ranking_is_bayes_optimal_for_retrieval():
+    j = joint("laplace", n=10)
+    bayes = retrieval_error(j, j.pmi(), 6)
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        assert retrieval_error(j, j.pmi() + 0.5 * rng.standard_normal((10, 10)), 6) >= bayes - 1e-12
+
+
+def test_calibration_exponent_recovers_a_power_law():
+    risk = np.geomspace(1e-5, 0.3, 20)
+    points = [{"excess_risk_xy": r, "retrieval_excess": 0.7 * r ** 1.5} for r in risk]
+    assert calibration_exponent(points, 0.5) == pytest.approx(1.5, abs=1e-9)
+
+
+def test_neural_encoders_fit_gaussian_pmi(tmp_path):
+    import torch
+
+    from neurips26.core.trainer import fit, make_trainer
+    from neurips26.papers.crl_spectral.neural import ContrastivePair, clip_infonce
+
+    f, g = torch.randn(6, 3), torch.randn(6, 3)
+    s = (f @ g.T).double()
+    manual = 0.5 * (-(s.diagonal() - s.logsumexp(1)).mean() - (s.diagonal() - s.logsumexp(0)).mean())
+    assert clip_infonce(f, g).item() == pytest.approx(manual.item(), rel=1e-5)
+
+    pair = P.GaussianPair(1, 0.8)
+    rng = np.random.default_rng(8)
+    x, y = pair.sample(4000, rng)
+    xe, _ = pair.sample(300, rng)
+    _, ye = pair.sample(300, rng)
+    torch.manual_seed(0)
+    model = ContrastivePair(1, 32, pair.rank, 2, 3e-3)
+    data = torch.utils.data.TensorDataset(torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32))
+    loader = torch.utils.data.DataLoader(data, batch_size=200, shuffle=True, generator=torch.Generator().manual_seed(0))
+    norm = np.sqrt((pair.spectrum() ** 2).sum())
+    before = P.error_mod_constant_samples(model.scores(xe, ye), pair.pmi(xe, ye)) / norm
+    trainer, resume = make_trainer(tmp_path, {"test": 1}, 150)
+    fit(trainer, model, loader, resume)
+    after = P.error_mod_constant_samples(model.scores(xe, ye), pair.pmi(xe, ye)) / norm
+    assert after < 0.5 * before and after < 0.4
+
+
+def test_check_config_names_the_key():
+    assert any(p.startswith("discrete.dims") for p in check_config({"discrete": {"states": 8, "dims": [1, 16]}}))
+    assert check_config({"discrete": {"states": 8, "dims": [1, 4]}, "continuous": {}}) == []
