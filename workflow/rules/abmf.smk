@@ -8,9 +8,11 @@ rule abmf_evaluate:
     output:
         metrics=f"{AB}/eval/{{variant}}/metrics.json",
     params:
+        cli=CLI,
         args=paper_params("abmf", "seeds", "gamma_ratios", "solver"),
         wildcards=wildcards_json,
         code=code_stamp("abmf"),
+        out=folder_of("output", "metrics"),
     log:
         f"{AB}/logs/eval/{{variant}}.log",
     benchmark:
@@ -22,8 +24,8 @@ rule abmf_evaluate:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{CLI} abmf evaluate --params {params.args:q} --out {AB}/eval/{wildcards.variant}"
-        " --threads {threads} --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+        "{params.cli} abmf evaluate --params {params.args:q} --out {params.out}"
+        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule abmf_figures:
@@ -37,8 +39,12 @@ rule abmf_figures:
         summary=f"{AB}/summary.csv",
         claims=f"{AB}/claims.csv",
     params:
-        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", run_variants=config["abmf"]["run_variants"]),
+        cli=CLI,
+        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol",
+                          run_variants=config["abmf"]["run_variants"]),
         code=code_stamp("abmf"),
+        evals=folder_of("input", "metrics", up=2),
+        out=folder_of("output", "claims"),
     log:
         f"{AB}/logs/figures.log",
     benchmark:
@@ -50,7 +56,7 @@ rule abmf_figures:
         mem_mb=1000,
         runtime=10,
     shell:
-        "{CLI} abmf figures --params {params.args:q} --input evals={AB}/eval --out {AB} --rule {rule} > {log} 2>&1"
+        "{params.cli} abmf figures --params {params.args:q} --input evals={params.evals} --out {params.out} > {log} 2>&1"
 
 
 register_targets("abmf", rules.abmf_figures.output)

@@ -10,9 +10,11 @@ rule anchor_pca_evaluate:
     output:
         metrics=f"{AP}/eval/{{variant}}/metrics.json",
     params:
+        cli=CLI,
         args=paper_params("anchor_pca", "seeds", "gammas", "maximin_iterations", "data"),
         wildcards=wildcards_json,
         code=code_stamp("anchor_pca"),
+        out=folder_of("output", "metrics"),
     log:
         f"{AP}/logs/eval/{{variant}}.log",
     benchmark:
@@ -24,8 +26,8 @@ rule anchor_pca_evaluate:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{CLI} anchor_pca evaluate --params {params.args:q} --out {AP}/eval/{wildcards.variant}"
-        " --threads {threads} --rule {rule} --wildcards {params.wildcards:q} > {log} 2>&1"
+        "{params.cli} anchor_pca evaluate --params {params.args:q} --out {params.out}"
+        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule anchor_pca_figures:
@@ -39,8 +41,11 @@ rule anchor_pca_figures:
         summary=f"{AP}/summary.csv",
         claims=f"{AP}/claims.csv",
     params:
+        cli=CLI,
         args=paper_params("anchor_pca", "gammas", "claim_gamma", run_variants=config["anchor_pca"]["run_variants"]),
         code=code_stamp("anchor_pca"),
+        evals=folder_of("input", "metrics", up=2),
+        out=folder_of("output", "claims"),
     log:
         f"{AP}/logs/figures.log",
     benchmark:
@@ -52,7 +57,7 @@ rule anchor_pca_figures:
         mem_mb=1000,
         runtime=10,
     shell:
-        "{CLI} anchor_pca figures --params {params.args:q} --input evals={AP}/eval --out {AP} --rule {rule} > {log} 2>&1"
+        "{params.cli} anchor_pca figures --params {params.args:q} --input evals={params.evals} --out {params.out} > {log} 2>&1"
 
 
 register_targets("anchor_pca", rules.anchor_pca_figures.output)

@@ -120,7 +120,7 @@ def figures(params, inputs, out: Path):
 
     # asymmetry and objective gap against gamma / gamma*
     for name, key, ylabel in (
-        ("asymmetry", "asymmetry", "||X - Y||_F / mean(||X||, ||Y||) at the end (lower = symmetric)"),
+        ("asymmetry", "asymmetry", "||X - Y|| / ||X|| at the end (log)"),
         ("objective_gap", "objective_gap", "|h(sym XY^T) - h*| / max(1, |h*|) (log)"),
     ):
         fig, axes = plotting.figure(ncols=len(problems), width=4.3)

@@ -1,0 +1,161 @@
+"""Anchor PCA against independent references: scikit-learn PCA, scipy's principal angles and
+matrix functions, brute force over the simplex for the maximin baseline, and the gas loader
+on small files in the real format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+from sklearn.decomposition import PCA
+
+from neurips26.core import io
+from neurips26.papers.anchor_pca import baselines, check_config, data, method, steps
+
+
+def _domains(seed=0, E=4, n=150, p=8):
+    rng = np.random.default_rng(seed)
+    out = []
+    for e in range(E):
+        A = rng.standard_normal((p, p)) * (1 + e * 0.3)
+        out.append(rng.standard_normal((n + 10 * e, p)) @ A + rng.standard_normal(p) * 3)
+    return out
+
+
+def _angle(A, B):
+    return float(np.degrees(scipy.linalg.subspace_angles(A, B).max()))
+
+
+def test_gamma_zero_is_pooled_pca_of_domain_centred_data():
+    domains = _domains()
+    covs, w = method.domain_covariances(domains)
+    V = method.anchor_pca(covs, w, 3, 0.0)
+    centred = np.concatenate([X - X.mean(0) for X in domains])
+    ref = PCA(n_components=3).fit(centred).components_.T
+    assert _angle(V, ref) < 1e-6
+    np.testing.assert_allclose(np.abs(V.T @ ref), np.eye(3), atol=1e-8)
+    assert _angle(baselines.pooled_pca(covs, w, 3), ref) < 1e-6
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.7, 25.0])
+def test_one_domain_is_plain_pca_for_every_gamma(gamma):
+    X = _domains(seed=3, E=1)[0]
+    covs, w = method.domain_covariances([X])
+    np.testing.assert_allclose(method.heterogeneity(covs, w), 0.0, atol=1e-12)
+    ref = PCA(n_components=2).fit(X).components_.T
+    assert _angle(method.anchor_pca(covs, w, 2, gamma), ref) < 1e-6
+    assert _angle(baselines.maximin_pca(covs, 2, iterations=50)[0], ref) < 1e-6
+
+
+def test_matrix_abs_matches_scipy_sqrtm():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((6, 6))
+    A = A + A.T
+    np.testing.assert_allclose(method.matrix_abs(A), scipy.linalg.sqrtm(A @ A).real, atol=1e-8)
+
+
+def test_anchor_objective_is_ky_fan_optimum_and_bounds_domain_disagreement():
+    domains = _domains(seed=2)
+    covs, w = method.domain_covariances(domains)
+    gamma, k = 0.8, 3
+    V = method.anchor_pca(covs, w, k, gamma)
+    target = method.anchor_target(covs, w, gamma)
+    best = method.anchor_objective(V, covs, w, gamma)
+    assert best == pytest.approx(np.sort(np.linalg.eigvalsh(target))[::-1][:k].sum(), rel=1e-10)
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # no random orthonormal frame does better
+        Q, _ = np.linalg.qr(rng.standard_normal((target.shape[0], k)))
+        assert method.anchor_objective(Q, covs, w, gamma) <= best + 1e-9
+    # the penalty bounds the mean absolute disagreement of the embedding's variance across domains
+    pooled = method.pooled_covariance(covs, w)
+    disagreement = sum(we * abs(np.trace(V.T @ (S - pooled) @ V)) for we, S in zip(w, covs))
+    assert disagreement <= np.trace(V.T @ method.heterogeneity(covs, w) @ V) + 1e-9
+
+
+def test_maximin_pca_matches_brute_force_game_value():
+    domains = _domains(seed=5, E=2, p=6)
+    covs, _ = method.domain_covariances(domains)
+    k = 2
+    normalised = [S / np.trace(S) for S in covs]
+    grid = np.linspace(0, 1, 4001)
+    value = min(np.sort(np.linalg.eigvalsh(t * normalised[0] + (1 - t) * normalised[1]))[::-1][:k].sum() for t in grid)
+    V, info = baselines.maximin_pca(covs, k, iterations=3000)
+    # weak duality: relaxed primal <= game value <= dual bound (the grid minimum is within 1e-6 of it)
+    assert info["relaxed_value"] <= value + 1e-9 and info["relaxed_value"] <= info["dual_bound"] + 1e-12
+    assert info["dual_bound"] == pytest.approx(value, abs=1e-6)
+    assert info["relaxed_value"] == pytest.approx(value, abs=5e-3)
+    # the rounded solution's worst share cannot beat the game value
+    assert min(method.explained_fraction(V, S) for S in covs) <= value + 1e-9
+
+
+def test_planted_invariant_subspace_is_recovered_and_pooled_pca_is_not():
+    rng = np.random.default_rng(11)
+    sim = data.simulate(p=12, k=2, invariant_variances=[6.0, 5.0], spurious_pool=3, inflated_per_domain=1,
+                        inflation=(40.0, 60.0), train_domains=5, test_domains=5, samples_per_domain=2000, rng=rng)
+    covs, w = method.domain_covariances(sim.train)
+    anchor = method.anchor_pca(covs, w, 2, 1.0)
+    assert _angle(anchor, sim.planted) < 10.0
+    assert method.largest_principal_angle(anchor, sim.planted) == pytest.approx(_angle(anchor, sim.planted), abs=1e-6)
+    assert _angle(baselines.pooled_pca(covs, w, 2), sim.planted) > 45.0
+    # the planted directions are (nearly) in the null space of H, the inflated ones are not
+    H = method.heterogeneity(covs, w)
+    assert np.trace(sim.planted.T @ H @ sim.planted) < 0.1 * np.trace(H) / H.shape[0] * 2
+
+
+def _write_batch(path, rows):
+    lines = []
+    for label, conc, feats in rows:
+        lines.append(f"{label};{conc:.6f} " + " ".join(f"{i + 1}:{v:.6f}" for i, v in enumerate(feats) if v != 0))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_gas_sensor_loader_reads_the_uci_format(tmp_path):
+    rng = np.random.default_rng(0)
+    truth = {}
+    for b in (1, 2, 3):
+        feats = rng.standard_normal((5 + b, 128)) * 100
+        feats[0, 7] = 0.0  # sparse entries are absent from the line
+        rows = [(int(rng.integers(1, 7)), float(rng.uniform(5, 500)), f) for f in feats]
+        _write_batch(tmp_path / f"batch{b}.dat", rows)
+        truth[b] = rows
+    X, labels, conc = data.read_gas_batch(tmp_path / "batch2.dat")
+    assert X.shape == (7, 128)
+    np.testing.assert_allclose(X, np.array([r[2] for r in truth[2]]), atol=1e-5)
+    assert labels.tolist() == [r[0] for r in truth[2]]
+    np.testing.assert_allclose(conc, [r[1] for r in truth[2]], atol=1e-5)
+    split = data.gas_sensor_domains(tmp_path, [1, 2], [3])
+    assert [len(X) for X in split.train] == [6, 7] and len(split.test[0]) == 8
+    centred = np.concatenate([X - X.mean(0) for X in split.train])
+    np.testing.assert_allclose(centred.std(0), 1.0, atol=1e-9)
+    (tmp_path / "batch9.dat").write_text("1 1:2.0\n")
+    with pytest.raises(ValueError, match="batch9.dat:1"):
+        data.read_gas_batch(tmp_path / "batch9.dat")
+    with pytest.raises(FileNotFoundError, match="batch4.dat"):
+        data.gas_sensor_domains(tmp_path, [4], [1])
+
+
+def test_check_config_names_bad_keys():
+    block = {"gammas": [0.5, 1.0], "claim_gamma": 2.0, "run_variants": ["wine"], "variants": {"wine": {"kind": "wine", "k": 2}}}
+    problems = " ".join(check_config(block))
+    assert "claim_gamma" in problems and "gammas: must include 0" in problems and "simulated" in problems
+
+
+def test_steps_end_to_end_are_deterministic(tmp_path):
+    settings = {"simulated": {"kind": "simulated", "k": 2, "p": 8, "invariant_variances": [9.0, 8.0], "spurious_pool": 3,
+                              "inflated_per_domain": 1, "inflation": [20.0, 60.0], "train_domains": 4,
+                              "test_domains": 4, "samples_per_domain": 80},
+                "wine": {"kind": "wine", "k": 2, "subsample": 0.8}}
+    gammas = [0.0, 1.0, 8.0]
+    for name, s in settings.items():
+        params = {"variant": name, "variant_settings": s, "seeds": [0, 1], "gammas": gammas,
+                  "maximin_iterations": 100, "data": {"gas_dir": None}, "threads": 1}
+        steps.evaluate(params, {}, tmp_path / "eval" / name)
+        first = (tmp_path / "eval" / name / "metrics.json").read_bytes()
+        steps.evaluate(params, {}, tmp_path / "again" / name)
+        assert (tmp_path / "again" / name / "metrics.json").read_bytes() == first
+    steps.figures({"run_variants": list(settings), "scale": "smoke", "gammas": gammas, "claim_gamma": 1.0},
+                  {"evals": tmp_path / "eval"}, tmp_path)
+    rows = io.read_csv(tmp_path / "claims.csv")
+    assert len(rows) == 9 and {r["reproduced"] for r in rows} <= {"yes", "partly", "no"}
+    assert (tmp_path / "figures" / "unseen_variance.png").stat().st_size > 1000
+    assert (tmp_path / "figures" / "principal_angles.png").exists()
