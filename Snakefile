@@ -14,6 +14,8 @@ include: "workflow/rules/nar_dit.smk"
 include: "workflow/rules/sparse_halfspace.smk"
 include: "workflow/rules/angular_nets.smk"
 include: "workflow/rules/crl_spectral.smk"
+include: "workflow/rules/abmf.smk"
+include: "workflow/rules/anchor_pca.smk"
 include: "workflow/rules/report.smk"
 
 
