@@ -64,11 +64,18 @@ def _run_step(paper: str, step: str, args) -> int:
     seeding.seed_everything(int(params.get("seed", 0)), threads=args.threads)
     steps = importlib.import_module(f"{mod.__name__}.steps")
     started = time.perf_counter()
-    with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking) as run:
-        written = getattr(steps, step)(params=params, inputs=inputs, out=out)
-        if written:
-            run.outputs = list(written)
-        run.log_metrics({"job_seconds": time.perf_counter() - started})
+    try:
+        with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking) as run:
+            written = getattr(steps, step)(params=params, inputs=inputs, out=out)
+            if written:
+                run.outputs = list(written)
+            run.log_metrics({"job_seconds": time.perf_counter() - started})
+    except Exception as exc:
+        if tracking.is_tracking_error(exc):
+            # fail the job, so Snakemake removes its outputs: no result without its run
+            raise SystemExit(f"neurips26 {paper} {step}: MLflow tracking at {tracking.tracking_uri()} failed, "
+                             f"the job's outputs are not kept: {str(exc).splitlines()[0][:500]}") from None
+        raise
     print(f"neurips26 {paper} {step}: done in {time.perf_counter() - started:.1f}s -> {out}")
     return 0
 

@@ -108,7 +108,12 @@ def grid(paper, pattern):
 def start_tracking():
     from neurips26.core import tracking
 
-    tracking.start_invocation(PAPERS + ["summary"])
+    try:
+        tracking.start_invocation(PAPERS + ["summary"])
+    except Exception as exc:
+        if tracking.is_tracking_error(exc):
+            raise WorkflowError(f"MLflow tracking at {tracking.tracking_uri()} is unreachable: {exc}") from None
+        raise
 
 
 def end_tracking(status):

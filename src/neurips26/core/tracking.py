@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -94,9 +95,26 @@ def end_invocation(status: str) -> None:
     parents = json.loads(os.environ.get(PARENT_ENV, "{}"))
     if not parents:
         return
-    client = _client()
-    for run_id in parents.values():
-        client.set_terminated(run_id, status=status)
+    try:
+        client = _client()
+        for run_id in parents.values():
+            client.set_terminated(run_id, status=status)
+    except Exception as exc:  # the store may be the reason the workflow failed
+        if not is_tracking_error(exc):
+            raise
+        print(f"neurips26: could not close the parent runs at {tracking_uri()}: {exc}", file=sys.stderr)
+
+
+def is_tracking_error(exc: BaseException) -> bool:
+    """True for failures of the tracking store (server down, refused, timed out), as opposed
+    to failures of the step itself."""
+    try:
+        from mlflow.exceptions import MlflowException
+    except ImportError:  # pragma: no cover - mlflow is a dependency
+        return False
+    import requests
+
+    return isinstance(exc, (MlflowException, requests.exceptions.RequestException))
 
 
 def flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

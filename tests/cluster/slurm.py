@@ -1,0 +1,149 @@
+"""A real one-node SLURM cluster on localhost, for tests: Debian's slurmctld, slurmd and munge.
+
+`local_slurm()` installs the packages when they are missing (root and apt-get needed),
+writes /etc/slurm/slurm.conf (restoring any earlier one afterwards), starts munged,
+slurmctld and slurmd as daemons whose state lives in one folder, waits until the node is
+idle, yields, and stops exactly the daemons it started. Partitions `cpu` (default) and `gpu`
+match profiles/slurm; the `gpu` partition has no GPUs here, and smoke-scale jobs ask for none.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
+CONF = Path("/etc/slurm/slurm.conf")
+
+
+def unavailable_reason() -> str | None:
+    """Why a local cluster cannot be started here, or None when it can."""
+    if all(shutil.which(b) for b in ("slurmctld", "slurmd", "munged", "sbatch")):
+        return None if os.geteuid() == 0 else "starting slurmctld needs root"
+    if os.geteuid() != 0:
+        return "SLURM is not installed and installing it needs root"
+    if not shutil.which("apt-get"):
+        return "SLURM is not installed and there is no apt-get to install it"
+    return None
+
+
+def install() -> None:
+    if all(shutil.which(b) for b in ("slurmctld", "slurmd", "munged", "sbatch")):
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
+                   check=True, env=env, capture_output=True)
+
+
+def slurm_conf(state: Path, cpus: int, memory_mb: int) -> str:
+    return f"""\
+ClusterName=neurips26-test
+SlurmctldHost=localhost(127.0.0.1)
+AuthType=auth/munge
+SlurmUser=root
+SlurmdUser=root
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=1000
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+MinJobAge=600
+ReturnToService=2
+SlurmctldPidFile={state}/slurmctld.pid
+SlurmdPidFile={state}/slurmd.pid
+StateSaveLocation={state}/ctld
+SlurmdSpoolDir={state}/d
+SlurmctldLogFile={state}/slurmctld.log
+SlurmdLogFile={state}/slurmd.log
+SlurmctldPort=16817
+SlurmdPort=16818
+NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
+PartitionName=cpu Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=localhost Default=NO MaxTime=INFINITE State=UP
+"""
+
+
+def _wait(check, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"local SLURM: {what} did not come up within {timeout:.0f} s")
+
+
+def _ok(*cmd: str) -> bool:
+    return subprocess.run(list(cmd), capture_output=True, text=True).returncode == 0
+
+
+def _stop(pidfile: Path) -> None:
+    if not pidfile.exists():
+        return
+    try:
+        pid = int(pidfile.read_text().strip())
+        os.kill(pid, 15)
+    except (ValueError, ProcessLookupError):
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, 9)
+
+
+@contextmanager
+def local_slurm(state: Path, cpus: int | None = None, memory_mb: int = 20000):
+    """Start the cluster, yield its state folder, stop what was started."""
+    install()
+    state = Path(state).resolve()
+    for sub in ("ctld", "d"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    cpus = cpus or os.cpu_count() or 2
+    backup = CONF.read_text() if CONF.exists() else None
+    CONF.parent.mkdir(parents=True, exist_ok=True)
+    CONF.write_text(slurm_conf(state, cpus, memory_mb))
+    munge_pid = state / "munged.pid"
+    started = []
+    try:
+        Path("/run/munge").mkdir(parents=True, exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        if not _ok("sh", "-c", "munge -n | unmunge"):
+            subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged", f"--pid-file={munge_pid}"], check=True)
+            started.append(munge_pid)
+            _wait(lambda: _ok("sh", "-c", "munge -n | unmunge"), "munged")
+        subprocess.run(["/usr/sbin/slurmctld"], check=True)
+        started.append(state / "slurmctld.pid")
+        subprocess.run(["/usr/sbin/slurmd", "-N", "localhost"], check=True)
+        started.append(state / "slurmd.pid")
+
+        def idle() -> bool:
+            out = subprocess.run(["sinfo", "-h", "-n", "localhost", "-o", "%t"], capture_output=True, text=True)
+            return out.returncode == 0 and "idle" in out.stdout
+
+        _wait(idle, "the localhost node")
+        yield state
+    finally:
+        for pidfile in reversed(started):
+            _stop(pidfile)
+        if backup is None:
+            CONF.unlink(missing_ok=True)
+        else:
+            CONF.write_text(backup)
+
+
+def jobs_seen() -> list[dict[str, str]]:
+    """The jobs slurmctld knows, finished ones included (kept MinJobAge seconds after they end)."""
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%P|%k"], capture_output=True, text=True,
+                         check=True)
+    keys = ("id", "name", "state", "partition", "comment")
+    return [dict(zip(keys, line.split("|"))) for line in out.stdout.splitlines() if line.strip()]
