@@ -234,6 +234,7 @@ def figures(params, inputs, out: Path):
         ax.semilogy(np.arange(1, len(sv) + 1), np.maximum(sv, 1e-16), "o-", ms=3, label=f"discrete {name} (rank {m['discrete'][name]['rank']})")
     sv = np.array(cont["singular_values"])
     ax.semilogy(np.arange(1, len(sv) + 1), sv, "s", ms=6, label=f"Gaussian m={len(sv) - 2}, rank {cont['rank']} (closed form)")
+    ax.set_ylim(bottom=max(ax.get_ylim()[0], 1e-8))  # zero singular values sit at float round-off
     ax.set_xlabel("index k")
     ax.set_ylabel("singular value s_k of centred PMI operator")
     ax.set_title(f"crl_spectral: PMI operator spectra ({scale} scale)")
@@ -251,6 +252,7 @@ def figures(params, inputs, out: Path):
         for method in ("infonce", "spectral", "truncated_svd"):
             plotting.mean_band(ax, dims, np.array(e[method]["error"]).T.tolist(), LABELS[method], COLOURS[method])
         ax.set_yscale("log")
+        ax.set_ylim(bottom=max(ax.get_ylim()[0], 1e-5))  # exact fits sit at float round-off
         ax.set_xlabel("encoder dimension D")
         ax.set_ylabel("||s - PMI||, L2(p_X x p_Y), mod const")
         ax.set_title(f"{name}: error vs D")
