@@ -237,3 +237,10 @@ def test_check_config_names_keys():
                              "survival": {"families": ["nope"]}})
     text = "\n".join(problems)
     assert "simulate.group_thetas" in text and "speed.speedup_dim" in text and "survival.families" in text
+
+
+def test_smi_data_has_sectors_and_recur_pairs():
+    returns, tickers, sectors = D.smi_returns()
+    assert returns.shape[1] == 20 and all(t in sectors for t in tickers)
+    times, events, names = D.recur_pairs()
+    assert times.shape[1] == 2 and (times > 0).all() and set(np.unique(events)) <= {0, 1}

@@ -227,9 +227,12 @@ def fit(root: Node, u, observed=None, max_iter: int = 60, init=None, log_every: 
     def closure():
         opt.zero_grad()
         loss = -model.log_likelihood(u, observed).mean()
-        if not torch.isfinite(loss):
-            loss = torch.nan_to_num(loss, nan=1e10, posinf=1e10) + 0 * model.free.sum()
-        loss.backward()
+        if torch.isfinite(loss):
+            loss.backward()
+        if not torch.isfinite(loss) or not bool(torch.isfinite(model.free.grad).all()):
+            # outside the parameters' numerical domain: a large loss makes the line search back off
+            model.free.grad = torch.zeros_like(model.free)
+            loss = torch.tensor(1e10, dtype=torch.float64)
         calls.append(loss.item())
         return loss
 

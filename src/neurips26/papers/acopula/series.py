@@ -138,8 +138,8 @@ class LogSeries:
 
     def log_(self) -> "LogSeries":
         K = self.order
-        if bool((self.sign[..., 0] <= 0).any()):
-            raise ValueError("log of a series whose constant term is not positive")
+        if bool((self.sign[..., 0] <= 0).any()):  # outside the domain (e.g. a wild line-search step)
+            return LogSeries(torch.full_like(self.log, math.nan), self.sign)
         la0 = self.log[..., 0]
         if self.linear:
             # log(a0 + a1 w) = log a0 + sum_n (-1)^{n+1} (a1/a0)^n / n
@@ -177,8 +177,8 @@ class LogSeries:
 def linear_pow(a: LogSeries, alpha: torch.Tensor) -> LogSeries:
     """(a0 + a1 w)^alpha = sum_n binom(alpha, n) a0^{alpha-n} a1^n, closed form (a0 > 0)."""
     K = a.order
-    if bool((a.sign[..., 0] <= 0).any()):
-        raise ValueError("power of a series whose constant term is not positive")
+    if bool((a.sign[..., 0] <= 0).any()):  # outside the domain: NaN, rejected by the caller
+        return LogSeries(torch.full_like(a.log, math.nan), a.sign)
     alpha = alpha.expand(a.log.shape[:-1]) if alpha.dim() == 0 else alpha
     i = torch.arange(K, dtype=a.log.dtype)
     factors = alpha[..., None] - i  # alpha - i, i = 0..K-1
