@@ -4,7 +4,6 @@ this network's penultimate features (FD_cls, never called FID)."""
 
 from __future__ import annotations
 
-import lightning as L
 import torch
 from torch import nn
 
@@ -29,23 +28,6 @@ class FeatureCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.body(x))
-
-
-class ClassifierModule(L.LightningModule):
-    def __init__(self, net: FeatureCNN, lr: float):
-        super().__init__()
-        self.net, self.lr = net, lr
-
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        loss = nn.functional.cross_entropy(self.net(x), y)
-        self.log("classifier/loss", loss, prog_bar=True)
-        return loss
-
-    def configure_optimizers(self):
-        opt = torch.optim.AdamW(self.net.parameters(), lr=self.lr, weight_decay=1e-4)
-        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=self.lr, total_steps=self.trainer.max_steps)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
 @torch.no_grad()

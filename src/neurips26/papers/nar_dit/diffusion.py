@@ -9,14 +9,9 @@ weights is kept and is what gets evaluated.
 
 from __future__ import annotations
 
-import copy
-import math
-import time
-
-import lightning as L
 import torch
 
-from .model import DiT, RoutingPolicy
+from .model import DiT
 
 
 def sample_t(n: int, generator: torch.Generator | None = None, device=None) -> torch.Tensor:
@@ -66,52 +61,6 @@ def sample(model: DiT, y: torch.Tensor, noise: torch.Tensor, steps: int = 10, me
     return x
 
 
-class FlowMatchingDiT(L.LightningModule):
-    """Trains a DiT with a routing policy; keeps an EMA; snapshots the EMA at `snapshot_steps`."""
-
-    def __init__(self, model: DiT, policy: RoutingPolicy, lr: float, weight_decay: float,
-                 warmup_steps: int, ema_decay: float, snapshot_steps: list[int]):
-        super().__init__()
-        self.model = model
-        self.ema = copy.deepcopy(model).requires_grad_(False).eval()
-        self.policy = policy
-        self.lr, self.weight_decay, self.warmup_steps = lr, weight_decay, warmup_steps
-        self.ema_decay = ema_decay
-        self.snapshot_steps = set(snapshot_steps)
-        self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
-        self.train_seconds: dict[int, float] = {}
-        self._elapsed = 0.0
-        self._tick = None
-
-    def training_step(self, batch, batch_idx):
-        x0, y = batch
-        t = sample_t(x0.shape[0], device=x0.device)
-        eps = torch.randn_like(x0)
-        ratios = self.policy.ratios_for(t)
-        loss = flow_loss(self.model, x0, y, t, eps, ratios, self.policy.route_start, self.policy.route_end)
-        self.log("train/loss", loss, prog_bar=True)
-        return loss
-
-    def on_train_batch_start(self, batch, batch_idx):
-        self._tick = time.perf_counter()
-
-    @torch.no_grad()
-    def on_train_batch_end(self, outputs, batch, batch_idx):
-        self._elapsed += time.perf_counter() - self._tick
-        for e, p in zip(self.ema.parameters(), self.model.parameters()):
-            e.lerp_(p, 1 - self.ema_decay)
-        step = self.global_step
-        if step in self.snapshot_steps:
-            self.snapshots[step] = {k: v.detach().clone() for k, v in self.ema.state_dict().items()}
-            self.train_seconds[step] = self._elapsed
-
-    def configure_optimizers(self):
-        opt = torch.optim.AdamW(self.model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        warm = max(1, self.warmup_steps)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
-
-
 def route_sensitivity(model: DiT, x0, y, t, probe_ratio: float, route_start: int, route_end: int,
                       repeats: int, generator: torch.Generator) -> float:
     """E ||f(x_t; routed at probe_ratio) - f(x_t)||^2 / E ||f(x_t)||^2 over random routes:
@@ -127,8 +76,3 @@ def route_sensitivity(model: DiT, x0, y, t, probe_ratio: float, route_start: int
             routed = model(xt, t, y, ratios, route_start, route_end, generator=generator)
             diff += (routed - dense).pow(2).mean().item()
         return diff / repeats / max(dense.pow(2).mean().item(), 1e-12)
-
-
-def mean_of(values) -> float:
-    values = list(values)
-    return sum(values) / len(values) if values else math.nan

@@ -67,7 +67,8 @@ def classifier(params, inputs, out: Path):
     """Train the FD_cls feature network on a fresh generated set; report its accuracy."""
     from neurips26.data.images import shapes
 
-    from .classifier import ClassifierModule, FeatureCNN, accuracy
+    from .classifier import FeatureCNN, accuracy
+    from .training import ClassifierModule
 
     c, d = params["classifier"], params["data"]
     images, manifest = _load_images(inputs)
@@ -123,7 +124,7 @@ def _snapshot_steps(train) -> list[int]:
 def train(params, inputs, out: Path):
     """Train one regime (dit, tread, nar, nar_inverted) for one seed; save EMA snapshots."""
     from .data import LatentFolder
-    from .diffusion import FlowMatchingDiT
+    from .training import FlowMatchingDiT
 
     t = params["train"]
     images, manifest = _load_images(inputs)

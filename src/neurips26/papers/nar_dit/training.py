@@ -1,0 +1,79 @@
+"""The Lightning modules nar_dit trains: the flow-matching DiT (with its routing policy and an
+EMA that is snapshotted along training) and the FD_cls feature classifier. Kept apart from
+the model and sampler so that evaluation does not import Lightning."""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import lightning as L
+import torch
+from torch import nn
+
+from .classifier import FeatureCNN
+from .diffusion import flow_loss, sample_t
+from .model import DiT, RoutingPolicy
+
+
+class FlowMatchingDiT(L.LightningModule):
+    """Trains a DiT with a routing policy; keeps an EMA; snapshots the EMA at `snapshot_steps`."""
+
+    def __init__(self, model: DiT, policy: RoutingPolicy, lr: float, weight_decay: float,
+                 warmup_steps: int, ema_decay: float, snapshot_steps: list[int]):
+        super().__init__()
+        self.model = model
+        self.ema = copy.deepcopy(model).requires_grad_(False).eval()
+        self.policy = policy
+        self.lr, self.weight_decay, self.warmup_steps = lr, weight_decay, warmup_steps
+        self.ema_decay = ema_decay
+        self.snapshot_steps = set(snapshot_steps)
+        self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
+        self.train_seconds: dict[int, float] = {}
+        self._elapsed = 0.0
+        self._tick = None
+
+    def training_step(self, batch, batch_idx):
+        x0, y = batch
+        t = sample_t(x0.shape[0], device=x0.device)
+        eps = torch.randn_like(x0)
+        ratios = self.policy.ratios_for(t)
+        loss = flow_loss(self.model, x0, y, t, eps, ratios, self.policy.route_start, self.policy.route_end)
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def on_train_batch_start(self, batch, batch_idx):
+        self._tick = time.perf_counter()
+
+    @torch.no_grad()
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        self._elapsed += time.perf_counter() - self._tick
+        for e, p in zip(self.ema.parameters(), self.model.parameters()):
+            e.lerp_(p, 1 - self.ema_decay)
+        step = self.global_step
+        if step in self.snapshot_steps:
+            self.snapshots[step] = {k: v.detach().clone() for k, v in self.ema.state_dict().items()}
+            self.train_seconds[step] = self._elapsed
+
+    def configure_optimizers(self):
+        opt = torch.optim.AdamW(self.model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        warm = max(1, self.warmup_steps)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+class ClassifierModule(L.LightningModule):
+    def __init__(self, net: FeatureCNN, lr: float):
+        super().__init__()
+        self.net, self.lr = net, lr
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = nn.functional.cross_entropy(self.net(x), y)
+        self.log("classifier/loss", loss, prog_bar=True)
+        return loss
+
+    def configure_optimizers(self):
+        opt = torch.optim.AdamW(self.net.parameters(), lr=self.lr, weight_decay=1e-4)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=self.lr, total_steps=self.trainer.max_steps)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
