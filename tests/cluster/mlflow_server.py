@@ -19,6 +19,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import system
+
 MLFLOW = str(Path(sys.executable).parent / "mlflow")
 
 
@@ -28,21 +30,12 @@ def _pg_bin() -> Path | None:
 
 
 def unavailable_reason() -> str | None:
-    if _pg_bin() is not None:
-        return None if os.geteuid() == 0 else "running PostgreSQL as its own user needs root here"
-    if os.geteuid() != 0:
-        return "PostgreSQL is not installed and installing it needs root"
-    if not shutil.which("apt-get"):
-        return "PostgreSQL is not installed and there is no apt-get to install it"
-    return None
+    return system.unavailable_reason("PostgreSQL", _pg_bin() is not None)
 
 
 def install() -> Path:
     if _pg_bin() is None:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "postgresql"],
-                       check=True, env=env, capture_output=True)
+        system.apt_install(["postgresql"])
     return _pg_bin()
 
 

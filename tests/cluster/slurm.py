@@ -16,28 +16,24 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import system
+
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 CONF = Path("/etc/slurm/slurm.conf")
 
 
+def _installed() -> bool:
+    return all(shutil.which(b) for b in ("slurmctld", "slurmd", "munged", "sbatch"))
+
+
 def unavailable_reason() -> str | None:
     """Why a local cluster cannot be started here, or None when it can."""
-    if all(shutil.which(b) for b in ("slurmctld", "slurmd", "munged", "sbatch")):
-        return None if os.geteuid() == 0 else "starting slurmctld needs root"
-    if os.geteuid() != 0:
-        return "SLURM is not installed and installing it needs root"
-    if not shutil.which("apt-get"):
-        return "SLURM is not installed and there is no apt-get to install it"
-    return None
+    return system.unavailable_reason("SLURM", _installed())
 
 
 def install() -> None:
-    if all(shutil.which(b) for b in ("slurmctld", "slurmd", "munged", "sbatch")):
-        return
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
-                   check=True, env=env, capture_output=True)
+    if not _installed():
+        system.apt_install(PACKAGES)
 
 
 def slurm_conf(state: Path, cpus: int, memory_mb: int) -> str:
