@@ -16,6 +16,7 @@ include: "workflow/rules/angular_nets.smk"
 include: "workflow/rules/crl_spectral.smk"
 include: "workflow/rules/abmf.smk"
 include: "workflow/rules/anchor_pca.smk"
+include: "workflow/rules/acopula.smk"
 include: "workflow/rules/report.smk"
 
 
