@@ -72,6 +72,7 @@ class ContrastivePair(L.LightningModule):
     @torch.no_grad()
     def scores(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The score matrix s(x_i, y_j) = f(x_i)^T g(y_j)."""
-        fx = self.f(torch.as_tensor(x, dtype=torch.float32))
-        gy = self.g(torch.as_tensor(y, dtype=torch.float32))
-        return (fx @ gy.T).double().numpy()
+        device = next(self.parameters()).device
+        fx = self.f(torch.as_tensor(x, dtype=torch.float32, device=device))
+        gy = self.g(torch.as_tensor(y, dtype=torch.float32, device=device))
+        return (fx @ gy.T).double().cpu().numpy()
