@@ -239,8 +239,9 @@ def fit(root: Node, u, observed=None, max_iter: int = 60, init=None, log_every: 
     opt.step(closure)
     if log_every and metric_prefix:
         from neurips26.core import tracking
-        for i in range(0, len(calls), log_every):
-            tracking.active().log_metrics({f"{metric_prefix}nll": calls[i]}, step=i)
+        run = tracking.active()
+        for i in [*range(0, len(calls), log_every), len(calls) - 1]:
+            run.log_metrics({f"{metric_prefix}nll": calls[i]}, step=i)
     with torch.no_grad():
         th = model.thetas()
         ll = float(model.log_likelihood(u, observed).mean())

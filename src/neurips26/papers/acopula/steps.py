@@ -142,7 +142,7 @@ def simulate(params, inputs, out: Path):
         "flat_censored_mle": (M.Node(cfg["family"], None, list(range(u.shape[1])), name="root"), ot),
     }
     for name, (tree, obs) in fits.items():
-        thetas, ll = M.fit(tree, ut, obs, max_iter=int(cfg["max_iter"]), log_every=1, metric_prefix=f"{name}_")
+        thetas, ll = M.fit(tree, ut, obs, max_iter=int(cfg["max_iter"]), log_every=10, metric_prefix=f"{name}_")
         taus = _node_taus(tree, thetas)
         # a flat copula has one tau for every pair: compare it with each true node tau
         errs = [abs((taus[n] if n in taus else taus["root"]) - t) for n, t in true_taus.items()]
