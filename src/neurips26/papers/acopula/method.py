@@ -112,7 +112,7 @@ def log_density(root: Node, gens: dict[int, G.Generator], u: torch.Tensor,
     def leaf_part(g, cols_u, cols_o):
         k = cols_o.sum(-1)
         lcoef = torch.where(cols_o, g.log_neg_dpsi_inv(cols_u), torch.zeros_like(cols_u)).sum(-1)
-        return g.psi_inv(cols_u).sum(-1), monomial(lcoef, (-1.0) ** k.to(torch.float64), k, cols_u.shape[-1])
+        return g.psi_inv(cols_u).sum(-1), monomial(lcoef, 1.0 - 2.0 * (k % 2).to(torch.float64), k, cols_u.shape[-1])
 
     def visit_siblings(members: list[Node], parent: G.Generator):
         """Leaf-only siblings of one family and size, stacked on a new batch axis."""

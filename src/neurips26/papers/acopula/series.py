@@ -36,6 +36,13 @@ def signed_logsumexp(logs: torch.Tensor, signs: torch.Tensor, dim: int) -> tuple
     return out, torch.sign(total.detach())
 
 
+def sign_pow(s: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """s**n for signs s in {-1, 0, 1} and integer-valued n >= 0, without a float pow."""
+    odd = (n.to(torch.int64) % 2 == 1)
+    return torch.where(n == 0, torch.ones_like(s), torch.where(s < 0, torch.where(odd, -torch.ones_like(s),
+                                                                                   torch.ones_like(s)), s))
+
+
 def log_factorials(n: int, like: torch.Tensor) -> torch.Tensor:
     return torch.lgamma(torch.arange(n + 1, dtype=like.dtype, device=like.device) + 1)
 
@@ -148,7 +155,7 @@ class LogSeries:
             if K == 0:
                 return LogSeries(_safe_log_abs(la0)[..., None], torch.sign(la0.detach())[..., None])
             logs = n * r - torch.log(n)
-            signs = ((-1.0) ** (n + 1)) * self.sign[..., 1:2] ** n
+            signs = sign_pow(-torch.ones_like(n), n + 1) * sign_pow(self.sign[..., 1:2], n)
             return LogSeries(torch.cat([_safe_log_abs(la0)[..., None], logs], -1),
                              torch.cat([torch.sign(la0.detach())[..., None], signs], -1))
         logs, signs = [_safe_log_abs(la0)], [torch.sign(la0.detach())]
@@ -190,7 +197,7 @@ def linear_pow(a: LogSeries, alpha: torch.Tensor) -> LogSeries:
     la0, la1 = a.log[..., :1], (a.log[..., 1:2] if K >= 1 else torch.zeros_like(a.log[..., :1]))
     s1 = a.sign[..., 1:2] if K >= 1 else torch.ones_like(la0)
     log = lbin + (alpha[..., None] - n) * la0 + n * la1
-    sign = sbin * s1 ** n
+    sign = sbin * sign_pow(s1, n)
     return LogSeries(torch.where(sign == 0, torch.full_like(log, NEG), log), sign)
 
 
@@ -267,13 +274,17 @@ def compose_powers(T: LogSeries, phi: LogSeries) -> LogSeries:
     lfact = torch.lgamma(n + 1)
     lp1, s1 = phi.log[..., 1], phi.sign[..., 1]
     hat_log = phi.log[..., :K + 1] - n * lp1[..., None]
-    hat_sign = phi.sign[..., :K + 1] * s1[..., None] ** n
+    hat_sign = phi.sign[..., :K + 1] * sign_pow(s1[..., None], n)
     hat_log = torch.cat([torch.full_like(hat_log[..., :1], NEG), hat_log[..., 1:]], -1)
     hat_sign = torch.cat([torch.zeros_like(hat_sign[..., :1]), hat_sign[..., 1:]], -1)
     hat = LogSeries(hat_log, hat_sign)
     wl = T.log + lfact + n * lp1[..., None]
-    ws = T.sign * s1[..., None] ** n
+    ws = T.sign * sign_pow(s1[..., None], n)
     powers = _linear_powers(hat, K)
+    if powers is not None:
+        fast = _linear_dot(wl, ws, powers, lfact)
+        if fast is not None:
+            return LogSeries(torch.cat([T.log[..., :1], fast.log], -1), torch.cat([T.sign[..., :1], fast.sign], -1))
     if powers is None:  # exact log-scale powers
         logs, signs, P = [], [], hat
         for m in range(1, K + 1):
@@ -283,13 +294,16 @@ def compose_powers(T: LogSeries, phi: LogSeries) -> LogSeries:
             signs.append(P.sign)
         plog, psign = torch.stack(logs, -2), torch.stack(signs, -2)
     else:
-        plog, psign = powers
+        P = powers
+        zero = P == 0
+        plog = torch.where(zero, torch.full_like(P, NEG), torch.log(torch.where(zero, torch.ones_like(P), P.abs())))
+        psign = torch.sign(P.detach())
     lq, sq = signed_logsumexp(wl[..., None, :] + plog, ws[..., None, :] * psign, -1)  # m = 1..K
     return LogSeries(torch.cat([T.log[..., :1], lq - lfact[1:]], -1), torch.cat([T.sign[..., :1], sq], -1))
 
 
 def _linear_powers(hat: LogSeries, K: int):
-    """log|H^m| and signs for m = 1..K, H = hat in linear float64; None if out of range."""
+    """H^m for m = 1..K as linear float64 (..., K, K+1), H = hat; None if out of range."""
     if K > 64:
         return None
     nonzero = hat.sign != 0
@@ -298,20 +312,33 @@ def _linear_powers(hat: LogSeries, K: int):
     H = torch.where(nonzero, torch.exp(hat.log), torch.zeros_like(hat.log)) * hat.sign
     n = torch.arange(K + 1)
     idx = n[:, None] - n[None, :]
-    valid = idx >= 0
-    band = torch.where(valid, H[..., idx.clamp(0, K)], torch.zeros((), dtype=H.dtype))  # (..., K+1, K+1)
-    P, out = H, [H]
+    band = torch.where(idx >= 0, H[..., idx.clamp(0, K)], torch.zeros((), dtype=H.dtype))  # (..., K+1, K+1)
+    P, out = H[..., None], [H]
     for _ in range(2, K + 1):
-        P = (band * P[..., None, :]).sum(-1)
-        out.append(P)
+        P = band @ P
+        out.append(P[..., 0])
     P = torch.stack(out, -2)  # (..., m, n)
     m = torch.arange(1, K + 1)[:, None]
     needed = (n[None, :] >= m) & bool(nonzero[..., 1:].all())
     if not bool(torch.isfinite(P).all()) or bool(((P.detach().abs() < 1e-280) & needed).any()):
         return None
-    zero = P == 0
-    return (torch.where(zero, torch.full_like(P, NEG), torch.log(torch.where(zero, torch.ones_like(P), P.abs()))),
-            torch.sign(P.detach()))
+    return P
+
+
+def _linear_dot(wl, ws, P, lfact):
+    """(1/m!) sum_n w_n P[m, n] in linear float64 when the weights span < e^300 per row."""
+    nz = ws != 0
+    wmax = torch.where(nz, wl.detach(), torch.full_like(wl, -math.inf)).amax(-1)
+    wmax = torch.where(torch.isfinite(wmax), wmax, torch.zeros_like(wmax))
+    span = torch.where(nz, wmax[..., None] - wl.detach(), torch.zeros_like(wl))
+    if bool((span > 300).any()) or bool((P.detach().abs() > 1e150).any()):
+        return None
+    W = torch.where(nz, torch.exp(wl - wmax[..., None]), torch.zeros_like(wl)) * ws
+    q = (P @ W[..., None])[..., 0]
+    zero = q == 0
+    log = torch.where(zero, torch.full_like(q, NEG),
+                      torch.log(torch.where(zero, torch.ones_like(q), q.abs())) + wmax[..., None] - lfact[1:])
+    return LogSeries(log, torch.sign(q.detach()))
 
 
 def _pad(x: LogSeries, order: int) -> LogSeries:
