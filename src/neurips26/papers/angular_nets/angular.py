@@ -69,13 +69,13 @@ def quantizer(bits: float) -> Quantizer:
 
 def quantize_codes(z: torch.Tensor, q: Quantizer) -> torch.Tensor:
     """Integer codes 0..len(levels)-1 of z (the index of its quantization bin)."""
-    return torch.bucketize(z.contiguous(), torch.tensor(q.thresholds, dtype=z.dtype), right=True)
+    return torch.bucketize(z.contiguous(), torch.tensor(q.thresholds, dtype=z.dtype, device=z.device), right=True)
 
 
 def quantize(z: torch.Tensor, q: Quantizer) -> torch.Tensor:
     if q.bits == 1:
         return torch.where(z >= 0, 1.0, -1.0).to(z.dtype)
-    return torch.tensor(q.levels, dtype=z.dtype)[quantize_codes(z, q)]
+    return torch.tensor(q.levels, dtype=z.dtype, device=z.device)[quantize_codes(z, q)]
 
 
 # ---------------------------------------------------------------- the kernel K(rho)

@@ -92,6 +92,13 @@ def classifier_module(model, t: dict, tag: str):
             self.log(f"{tag}/train_loss", loss, on_step=True, on_epoch=False)
             return loss
 
+        # the loss history travels with the checkpoint, so a resumed job reports the same numbers
+        def on_save_checkpoint(self, checkpoint):
+            checkpoint["train_losses"] = list(self.losses)
+
+        def on_load_checkpoint(self, checkpoint):
+            self.losses = list(checkpoint.get("train_losses", []))
+
         def configure_optimizers(self):
             opt = torch.optim.AdamW(self.parameters(), lr=t["lr"], weight_decay=t["weight_decay"])
             warm, total = t["warmup_steps"], t["steps"]
