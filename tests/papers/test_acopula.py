@@ -244,3 +244,13 @@ def test_smi_data_has_sectors_and_recur_pairs():
     assert returns.shape[1] == 20 and all(t in sectors for t in tickers)
     times, events, names = D.recur_pairs()
     assert times.shape[1] == 2 and (times > 0).all() and set(np.unique(events)) <= {0, 1}
+
+
+def test_fit_neural_improves_likelihood():
+    tree = M.flat("clayton", 2, 2.0)
+    u = torch.as_tensor(sample(tree, M.generators_from_thetas(tree), 150, np.random.default_rng(18)))
+    params, ll = M.fit_neural(u, None, components=2, max_iter=15)
+    gen0 = G.NeuralGenerator(torch.zeros(2, dtype=torch.float64), torch.linspace(-2.0, 2.0, 2, dtype=torch.float64))
+    root = M.flat("clayton", 2)
+    ll0 = float(M.log_density(root, {id(root): gen0}, u, check=False).mean())
+    assert math.isfinite(ll) and ll > ll0 and abs(sum(params["weights"]) - 1) < 1e-9

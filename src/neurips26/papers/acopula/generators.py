@@ -406,11 +406,13 @@ class NeuralGenerator(Generator):
                 if not bool(grow.any()):
                     break
                 hi = torch.where(grow, hi * 4, hi)
-            for _ in range(120):
+            for _ in range(40):
                 mid = (lo + hi) / 2
                 big = self.psi(mid) > u
                 lo, hi = torch.where(big, mid, lo), torch.where(big, hi, mid)
             t = (lo + hi) / 2
+            for _ in range(4):  # Newton polish (psi is convex and decreasing), kept in the bracket
+                t = (t - (self.psi(t) - u) / self._dpsi(t)).clamp(lo, hi)
         return t - (self.psi(t) - u) / self._dpsi(t).detach() if torch.is_grad_enabled() else t
 
     def log_neg_dpsi_inv(self, u):

@@ -247,3 +247,36 @@ def fit(root: Node, u, observed=None, max_iter: int = 60, init=None, log_every: 
         ll = float(model.log_likelihood(u, observed).mean())
     names = {id(n): (n.name or f"node{i}") for i, n in enumerate(model.nodes)}
     return {names[k]: float(v) for k, v in th.items()}, ll
+
+
+def fit_neural(u, observed=None, components: int = 4, max_iter: int = 60) -> tuple[dict, float]:
+    """Censored MLE of a flat copula with the neural generator (mixture of exponentials),
+    L-BFGS on exact gradients. Returns ({'weights', 'rates'}, mean LL)."""
+    u = torch.as_tensor(u, dtype=torch.float64)
+    logits = torch.zeros(components, dtype=torch.float64, requires_grad=True)
+    raw_rates = torch.linspace(-2.0, 2.0, components, dtype=torch.float64).requires_grad_(True)
+    root = Node("neural", None, list(range(u.shape[1])), name="root")
+
+    def mean_ll():
+        gen = G.NeuralGenerator(logits, raw_rates)
+        return log_density(root, {id(root): gen}, u, observed, check=False).mean()
+
+    opt = torch.optim.LBFGS([logits, raw_rates], lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = -mean_ll()
+        if torch.isfinite(loss):
+            loss.backward()
+        params_ok = all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in (logits, raw_rates))
+        if not torch.isfinite(loss) or not params_ok:
+            for p in (logits, raw_rates):
+                p.grad = torch.zeros_like(p)
+            loss = torch.tensor(1e10, dtype=torch.float64)
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        gen = G.NeuralGenerator(logits, raw_rates)
+        ll = float(mean_ll())
+        return {"weights": torch.exp(gen.log_w).tolist(), "rates": gen.rates.tolist()}, ll
