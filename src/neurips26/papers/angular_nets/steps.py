@@ -23,6 +23,16 @@ from neurips26.core.trainer import fit, make_trainer
 P = "angular_nets"
 
 
+def _code_hash() -> str:
+    """Hash of this package's code: a checkpoint only resumes a run of the same code."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 # ---------------------------------------------------------------- data
 def load_data(source: str, d: dict) -> tuple[torch.utils.data.Dataset, tuple, dict]:
     """(train dataset, test tensors, info) for one data source."""
@@ -143,7 +153,7 @@ def train_one(name, spec, backbone, params, train_set, test, info, out: Path) ->
     module = classifier_module(model, t, name)
     loader = torch.utils.data.DataLoader(train_set, batch_size=t["batch_size"], shuffle=True, drop_last=True,
                                          generator=generator(seed), num_workers=t["num_workers"])
-    run_params = {**params, "method": name, "nu": spec.nu}
+    run_params = {**params, "method": name, "nu": spec.nu, "code": _code_hash()}
     trainer, resume = make_trainer(out / name, run_params, t["steps"], checkpoint_every=t["steps"],
                                    log_every_n_steps=max(1, t["steps"] // 10))
     fit(trainer, module, loader, resume)
@@ -191,7 +201,7 @@ def planted(params, inputs, out: Path):
     trials = PlantedTrials(p["dim"], p["sample_sizes"], p["trials"], p["nu"], p["seed"])
     module = lightning_module(trials, p["lr"], p["steps"])
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(1)), batch_size=1)
-    trainer, resume = make_trainer(out, params, p["steps"], checkpoint_every=p["steps"],
+    trainer, resume = make_trainer(out, {**params, "code": _code_hash()}, p["steps"], checkpoint_every=p["steps"],
                                    log_every_n_steps=max(1, p["steps"] // 10))
     fit(trainer, module, loader, resume)
     rows = trials.results()
