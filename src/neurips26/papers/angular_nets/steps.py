@@ -126,12 +126,15 @@ def classifier_module(model, t: dict, tag: str):
 
 @torch.no_grad()
 def accuracy(model, test: tuple, batch_size: int = 500) -> float:
-    model.eval()
+    """Test accuracy, on the GPU when there is one (the model is left on the CPU afterwards)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.eval().to(device)
     *inputs, y = test
     correct = 0
     for i in range(0, len(y), batch_size):
-        out = model(*[t[i:i + batch_size] for t in inputs])
-        correct += int((out.argmax(1) == y[i:i + batch_size]).sum())
+        out = model(*[t[i:i + batch_size].to(device) for t in inputs])
+        correct += int((out.argmax(1).cpu() == y[i:i + batch_size]).sum())
+    model.cpu()
     return correct / len(y)
 
 
