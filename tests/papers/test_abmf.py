@@ -123,7 +123,9 @@ def test_check_config_names_bad_keys():
     block = {"gamma_ratios": [1.5, 2.0], "run_variants": ["x"],
              "variants": {"psd": {"kind": "psd_approximation", "n": 4, "rank": 3}}}
     problems = " ".join(check_config(block))
-    assert "gamma_ratios" in problems and "'x'" in problems and "variants.psd.rank" in problems
+    assert "gamma_ratios" in problems and "'x'" in problems and "variants.psd: kind psd_approximation needs negative" in problems
+    block["variants"]["psd"]["negative"] = 1.0
+    assert "variants.psd.rank" in " ".join(check_config(block))
 
 
 def test_steps_end_to_end_are_deterministic(tmp_path):

@@ -138,6 +138,7 @@ def test_check_config_names_bad_keys():
     block = {"gammas": [0.5, 1.0], "claim_gamma": 2.0, "run_variants": ["wine"], "variants": {"wine": {"kind": "wine", "k": 2}}}
     problems = " ".join(check_config(block))
     assert "claim_gamma" in problems and "gammas: must include 0" in problems and "simulated" in problems
+    assert "variants.wine: kind wine needs subsample" in problems
 
 
 def test_steps_end_to_end_are_deterministic(tmp_path):

@@ -14,7 +14,14 @@ def check_config(block: dict) -> list[str]:
     for name in block.get("run_variants", []):
         if name not in block.get("variants", {}):
             problems.append(f"run_variants: '{name}' is not defined under abmf.variants")
+    needed = {"psd_approximation": ("rank", "negative"),
+              "matrix_sensing": ("planted_rank", "factor_rank", "measurements", "negative", "noise"),
+              "maxcut": ("rank", "edge_prob", "penalty")}
     for name, v in block.get("variants", {}).items():
+        missing = [key for key in needed.get(v.get("kind"), ()) if key not in v]
+        if missing:
+            problems.append(f"variants.{name}: kind {v.get('kind')} needs {', '.join(missing)}")
+            continue
         n = v.get("n", 0)
         rank = v.get("factor_rank", v.get("rank", 0))
         if not 0 < rank <= n:

@@ -139,6 +139,8 @@ def figures(params, inputs, out: Path):
             ax.axvline(1.0, color="#888888", ls="--", lw=1, label="gamma* (derived threshold)")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.set_xticks(ratios, [f"{r:g}" for r in ratios], minor=False)
+            ax.set_xticks([], minor=True)
             ax.set_xlabel("gamma / gamma*")
             ax.set_ylabel(ylabel if i == 0 else "")
             gs = ", ".join(f"{s['gamma_star']:.3g}" for s in seeds)

@@ -19,7 +19,14 @@ def check_config(block: dict) -> list[str]:
     for name in block.get("run_variants", []):
         if name not in block.get("variants", {}):
             problems.append(f"run_variants: '{name}' is not defined under anchor_pca.variants")
+    needed = {"simulated": ("p", "invariant_variances", "spurious_pool", "inflated_per_domain", "inflation",
+                            "train_domains", "test_domains", "samples_per_domain"),
+              "wine": ("subsample",), "gas_sensor": ("train_batches", "test_batches")}
     for name, v in block.get("variants", {}).items():
+        missing = [key for key in needed.get(v.get("kind"), ()) if key not in v]
+        if missing:
+            problems.append(f"variants.{name}: kind {v.get('kind')} needs {', '.join(missing)}")
+            continue
         k = v.get("k", 1)
         if v.get("kind") == "simulated":
             if len(v.get("invariant_variances", [])) != k:

@@ -111,6 +111,12 @@ def figures(params, inputs, out: Path):
     gammas = params["gammas"]
     # gamma = 0 is drawn at the left end of the log axis
     xs = [g if g > 0 else min(x for x in gammas if x > 0) / 4 for g in gammas]
+
+    def gamma_axis(ax):
+        ax.set_xscale("log")
+        ax.set_xticks(xs, [f"{g:g}" for g in gammas], minor=False)
+        ax.set_xticks([], minor=True)
+        ax.set_xlabel("gamma (log scale; leftmost point gamma = 0 = pooled PCA)")
     gi = gammas.index(claim_gamma)
 
     def baseline_line(ax, values, label, color):
@@ -126,9 +132,8 @@ def figures(params, inputs, out: Path):
             plotting.mean_band(ax, xs, [s["anchor"]["angle_deg"] for s in seeds], "Anchor PCA")
             baseline_line(ax, [s["pooled"]["angle_deg"] for s in seeds], "pooled PCA", "#d62728")
             baseline_line(ax, [s["maximin"]["angle_deg"] for s in seeds], "maximin PCA", "#2ca02c")
-            ax.set_xscale("log")
-            ax.set_xlabel("gamma (leftmost point: gamma = 0)")
-            ax.set_ylabel("largest principal angle to planted subspace (deg, lower is better)")
+            gamma_axis(ax)
+            ax.set_ylabel("largest principal angle to the\nplanted subspace (deg, lower is better)")
             ax.set_title(f"anchor_pca: {LABELS.get(e, e)} ({scale} scale)")
             ax.legend()
         plotting.save(fig, figdir / "principal_angles.png")
@@ -143,8 +148,7 @@ def figures(params, inputs, out: Path):
             baseline_line(ax, [s["pooled"][key] for s in seeds], "pooled PCA", "#d62728")
             baseline_line(ax, [s["maximin"][key] for s in seeds], "maximin PCA", "#2ca02c")
             ax.axvline(xs[gi], color="#888888", ls=":", lw=1, label=f"claim gamma = {claim_gamma:g}")
-            ax.set_xscale("log")
-            ax.set_xlabel("gamma (leftmost point: gamma = 0)")
+            gamma_axis(ax)
             ax.set_ylabel(f"{what} explained-variance share\non unseen domains (higher is better)")
             ax.set_title(f"{LABELS.get(e, e)}: {what}", fontsize=10)
             ax.legend(fontsize=7)
