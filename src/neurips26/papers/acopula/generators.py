@@ -10,6 +10,7 @@ are Laplace transforms, so they are valid in any dimension and can be sampled by
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import numpy as np
 import torch
@@ -30,7 +31,7 @@ def _pow(x, a):
     return x.pow(a) if isinstance(x, LogSeries) else torch.pow(x, a)
 
 
-class Generator:
+class Generator(ABC):
     """psi with parameter theta (a float64 tensor). Subclasses define psi/psi_inv generically."""
 
     name = "base"
@@ -74,11 +75,13 @@ class Generator:
         return torch.log(p) - torch.log1p(-p)
 
     # --- the generator, generic over tensors and series
+    @abstractmethod
     def psi(self, t):
-        raise NotImplementedError
+        """The generator at t (a tensor or a LogSeries)."""
 
+    @abstractmethod
     def psi_inv(self, u):
-        raise NotImplementedError
+        """Its inverse at u."""
 
     def psi_series(self, t0: torch.Tensor, order: int) -> LogSeries:
         """Taylor coefficients of psi(t0 + w), w^0..w^order."""
