@@ -166,6 +166,7 @@ def test_smoke_dag_rerun_has_nothing_to_do_and_report_renders(smoke):
     assert "Nothing to be done" in output(proc), output(proc)[-3000:]
     proc = snakemake(wf, "--cores", "1", "--configfile", "config/smoke.yaml", "--report", "results/report.html")
     assert proc.returncode == 0, output(proc)[-3000:]
+    assert "(ERROR/" not in output(proc), "a figure caption is not valid reStructuredText"
     assert (wf / "results" / "report.html").stat().st_size > 10_000
 
 
