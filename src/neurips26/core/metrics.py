@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 
-class _Features:
-    """Wrap a feature network as the torchmetrics custom feature extractor (needs num_features)."""
+def _feature_extractor(net, num_features: int):
+    """`net` as torchmetrics' custom feature extractor: a Module with `num_features`."""
+    import torch
 
-    @staticmethod
-    def wrap(net, num_features: int):
-        import torch
+    class FeatureExtractor(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.num_features = num_features
 
-        class FeatureExtractor(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.net = net
-                self.num_features = num_features
+        def forward(self, x):
+            with torch.no_grad():
+                return net(x)
 
-            def forward(self, x):
-                with torch.no_grad():
-                    return self.net(x)
-
-        return FeatureExtractor().eval()
+    return FeatureExtractor().eval()
 
 
 def frechet_and_kid(feature_net, num_features: int, real, fake, batch_size: int = 256,
@@ -32,7 +28,7 @@ def frechet_and_kid(feature_net, num_features: int, real, fake, batch_size: int 
     from torchmetrics.image.fid import FrechetInceptionDistance
     from torchmetrics.image.kid import KernelInceptionDistance
 
-    extractor = _Features.wrap(feature_net, num_features)
+    extractor = _feature_extractor(feature_net, num_features)
     n = min(len(real), len(fake))
     subset = kid_subset_size or max(2, min(100, n // 2))
     fid = FrechetInceptionDistance(feature=extractor, normalize=True, reset_real_features=True)

@@ -31,6 +31,12 @@ def _pow(x, a):
     return x.pow(a) if isinstance(x, LogSeries) else torch.pow(x, a)
 
 
+class UnsupportedOperation(ValueError):
+    """A family that has no such operation: no known frailty distribution to sample (Nelsen 19,
+    20), no sufficient nesting condition for a mixed pair of families, or the neural generator's
+    inverse on power series (so it cannot be a parent). Raised with the family's name."""
+
+
 class Generator(ABC):
     """psi with parameter theta (a float64 tensor). Subclasses define psi/psi_inv generically."""
 
@@ -128,11 +134,11 @@ class Generator(ABC):
         return float(1 + 4 * (integrand * torch.as_tensor(w / 2)).sum())
 
     def sample_frailty(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        raise NotImplementedError(f"{self.name}: no frailty sampler")
+        raise UnsupportedOperation(f"{self.name}: no frailty distribution to sample from")
 
     def sample_inner_frailty(self, child: "Generator", v0: np.ndarray, rng) -> np.ndarray:
         """V_child with Laplace transform exp(-v0 * psi_self^{-1}(psi_child(t))) (McNeil 2008)."""
-        raise NotImplementedError(f"nested sampling of {child.name} under {self.name} is not supported")
+        raise UnsupportedOperation(f"nested sampling of {child.name} under {self.name}: no inner frailty law for this pair")
 
     def __repr__(self):
         return f"{self.name}({float(self.theta):.4g})"
@@ -400,7 +406,7 @@ class NeuralGenerator(Generator):
 
     def psi_inv(self, u):
         if isinstance(u, LogSeries):
-            raise NotImplementedError("neural generator: psi^{-1} of a series (nesting under it) is not supported")
+            raise UnsupportedOperation("neural generator: psi^{-1} of a power series is not available, so it cannot be a parent node")
         with torch.no_grad():
             lo = torch.zeros_like(u)
             hi = torch.full_like(u, 1.0)

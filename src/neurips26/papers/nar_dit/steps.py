@@ -190,7 +190,7 @@ def _fd_features(e, inputs, device):
         def to_images(x):
             return ((x + 1) / 2).clamp(0, 1)
 
-        return "FD_cls", (lambda x: net.features(x)), net.num_features, to_images, net
+        return "FD_cls", net.features, net.num_features, to_images, net
     try:
         from diffusers.models import AutoencoderKL
         from torchmetrics.image.fid import FrechetInceptionDistance
