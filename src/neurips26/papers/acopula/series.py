@@ -302,27 +302,54 @@ def compose_powers(T: LogSeries, phi: LogSeries) -> LogSeries:
     return LogSeries(torch.cat([T.log[..., :1], lq - lfact[1:]], -1), torch.cat([T.sign[..., :1], sq], -1))
 
 
+def _toeplitz(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """Lower-triangular Toeplitz matrices L[..., n, j] = x[..., n - j] (0 for j > n), n < rows,
+    j < x.shape[-1], from one padded strided view (no index gather)."""
+    D = x.shape[-1] - 1
+    xp = torch.nn.functional.pad(x, (D, max(0, rows - 1 - D)))
+    return xp.unfold(-1, D + 1, 1)[..., :rows, :].flip(-1)
+
+
 def _linear_powers(hat: LogSeries, K: int):
     """H^m for m = 1..K as linear float64 (..., K, K+1), H = hat; None if out of range."""
     if K > 64:
         return None
-    nonzero = hat.sign != 0
-    if bool(((hat.log.detach().abs() > 150) & nonzero).any()):
+    H = torch.exp(hat.log) * hat.sign  # exact zeros stay 0 (exp(NEG) == 0)
+    if bool((H.detach().abs().amax() > math.exp(150)) | ~torch.isfinite(H.detach()).all()):
         return None
-    H = torch.where(nonzero, torch.exp(hat.log), torch.zeros_like(hat.log)) * hat.sign
-    n = torch.arange(K + 1)
-    idx = n[:, None] - n[None, :]
-    band = torch.where(idx >= 0, H[..., idx.clamp(0, K)], torch.zeros((), dtype=H.dtype))  # (..., K+1, K+1)
+    band = _toeplitz(H, K + 1)  # (..., K+1, K+1)
     P, out = H[..., None], [H]
     for _ in range(2, K + 1):
         P = band @ P
         out.append(P[..., 0])
     P = torch.stack(out, -2)  # (..., m, n)
-    m = torch.arange(1, K + 1)[:, None]
-    needed = (n[None, :] >= m) & bool(nonzero[..., 1:].all())
-    if not bool(torch.isfinite(P).all()) or bool(((P.detach().abs() < 1e-280) & needed).any()):
+    # coefficients n >= m of H^m are needed; one of them below 1e-280 would lose precision
+    a = P.detach().abs()
+    if not bool(torch.isfinite(a.amax())):
+        return None
+    if bool((hat.sign[..., 1:] != 0).all()) and bool((a + _below_diagonal(K, a.dtype)).amin() < 1e-280):
         return None
     return P
+
+
+def _conv(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Full linear convolution of coefficient rows, (..., A+1) * (..., D+1) -> (..., A+D+1)."""
+    D = b.shape[-1] - 1
+    windows = torch.nn.functional.pad(a, (D, D)).unfold(-1, D + 1, 1)  # [n, i] = a[n + i - D]
+    return (windows @ b.flip(-1)[..., None])[..., 0]
+
+
+_BELOW: dict = {}
+
+
+def _below_diagonal(K: int, dtype) -> torch.Tensor:
+    """(K, K+1) with +inf where n < m (entries of H^m that are structurally zero), else 0."""
+    key = (K, dtype)
+    if key not in _BELOW:
+        m = torch.arange(1, K + 1)[:, None]
+        n = torch.arange(K + 1)[None, :]
+        _BELOW[key] = torch.where(n < m, torch.tensor(math.inf, dtype=dtype), torch.tensor(0.0, dtype=dtype))
+    return _BELOW[key]
 
 
 def _linear_dot(wl, ws, P, lfact):
@@ -351,8 +378,24 @@ def _pad(x: LogSeries, order: int) -> LogSeries:
 
 def prod_last_batch_axis(x: LogSeries) -> LogSeries:
     """Product of the polynomials along the last batch axis (..., G, D+1), accumulated one
-    factor at a time (each step costs O(current degree * D))."""
+    factor at a time (each step costs O(current degree * D)).
+
+    When the factors' per-row log ranges add up to less than 700, no product term can
+    underflow, so the whole product runs in linear float64 on max-normalised coefficients
+    (one exp before, one log after); otherwise each step is an exact `poly_mul`."""
+    G = x.log.shape[-2]
+    m, v, _ = _relative(x)
+    nonzero = x.sign != 0
+    rel = torch.where(nonzero, m[..., None] - x.log.detach(), torch.zeros_like(x.log))
+    if rel.numel() and float(rel.amax(-1).sum(-1).amax()) < LINEAR_RANGE:
+        acc = v[..., 0, :]
+        for g in range(1, G):
+            acc = _conv(acc, v[..., g, :])
+        zero = acc == 0
+        log = torch.where(zero, torch.full_like(acc, NEG),
+                          torch.log(torch.where(zero, torch.ones_like(acc), acc.abs())) + m.sum(-1)[..., None])
+        return LogSeries(log, torch.sign(acc.detach()))
     acc = LogSeries(x.log[..., 0, :], x.sign[..., 0, :])
-    for g in range(1, x.log.shape[-2]):
+    for g in range(1, G):
         acc = poly_mul(acc, LogSeries(x.log[..., g, :], x.sign[..., g, :]))
     return acc
