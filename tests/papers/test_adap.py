@@ -116,3 +116,24 @@ def test_check_config_names_the_key():
     assert any(p.startswith("run_variants") for p in problems)
     assert any(p.startswith("evaluation.cost_ratios") for p in problems)
     assert any(p.startswith("lm.dim") for p in problems)
+
+
+def test_cached_best_of_one_on_a_deterministic_instance_matches_exact_recursion():
+    """Distinct answers under an exact verifier: a rejected answer is never paid for again. Exact
+    expected cost by recursion over the set V of rejected answers:
+    E(V) = (c_g + c_v sum_{j not in V} f_j + sum_{j wrong, not in V} f_j E(V + j)) / (1 - f(V))."""
+    from functools import lru_cache
+
+    inst = method.Instance([0.0, 1.0, 2.0, 3.0], [0.4, 0.3, 0.2, 0.1], [1, 0, 0, 1])
+    assert inst.deterministic
+    f, ok, c_g, c_v = inst.probs, inst.success > 0, 1.0, 10.0
+
+    @lru_cache(None)
+    def E(V: frozenset) -> float:
+        free = [j for j in range(4) if j not in V]
+        num = c_g + c_v * sum(f[j] for j in free) + sum(f[j] * E(V | {j}) for j in free if not ok[j])
+        return num / (1 - sum(f[j] for j in V))
+
+    mc = baselines.best_of_n_cost(inst, 1, c_g, c_v, 40000, np.random.default_rng(0))
+    assert mc.mean() == pytest.approx(E(frozenset()), abs=4 * mc.std() / np.sqrt(len(mc)))
+    assert method.optimal_policy(inst, c_g, c_v)[0] <= E(frozenset())

@@ -1,7 +1,8 @@
 """Baselines: fixed best-of-n and a difficulty-adaptive best-of-n.
 
 Fixed best-of-n: generate n candidates, verify them in rank order (highest score first) until a
-positive; if all n fail, start a fresh batch of n. n is the value with the lowest mean cost on a
+positive; if all n fail, start a fresh batch of n (on deterministic instances verdicts are cached,
+as for every policy). n is the value with the lowest mean cost on a
 set of training prompts (tuned per cost ratio), so the baseline is as strong as a single n can be.
 
 Difficulty-adaptive (compute-optimal test-time scaling, difficulty estimated from cheap scores): a
@@ -21,10 +22,11 @@ def best_of_n_cost(inst: Instance, n: int, c_g: float, c_v: float, runs: int, rn
                    max_batches: int = 100000) -> np.ndarray:
     cost = np.zeros(runs)
     live = np.arange(runs)
+    verified = np.zeros((runs, len(inst.scores)), bool) if inst.deterministic else None
     for _ in range(max_batches):
         if len(live) == 0:
             break
-        batch, found = rank_verify(inst, len(live), n, n, c_g, c_v, rng)
+        batch, found = rank_verify(inst, live, n, n, c_g, c_v, rng, verified)
         cost[live] += batch
         live = live[~found]
     return cost

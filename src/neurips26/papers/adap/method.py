@@ -14,6 +14,8 @@ number of candidates); policy iteration on the Bellman equation (A <- {p_j >= c_
 ADAP (F and p unknown): shells k = 0, 1, 2, ... with doubling budget B_k = (c_g + c_v) 2^k, split evenly:
 generate n_k = max(1, floor(B_k / (2 c_g))) fresh candidates, rank them by score and verify the top
 m_k = min(n_k, max(1, floor(B_k / (2 c_v)))) in rank order, stopping at the first positive.
+When every atom passes with probability 0 or 1 (a real generator's distinct answers under an exact
+verifier), every policy caches verdicts: duplicates and already-rejected answers are skipped for free.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ class Instance:
         self.success = np.asarray(self.success, float)
         self.cdf = np.cumsum(self.probs)
         self.cdf[-1] = 1.0
+
+    @property
+    def deterministic(self) -> bool:
+        """Every atom passes with probability 0 or 1 (e.g. distinct final answers under an exact-answer
+        verifier): re-verifying an atom tells nothing new, so policies cache verdicts per atom."""
+        return bool(np.all((self.success == 0) | (self.success == 1)))
 
     @property
     def base_rate(self) -> float:
@@ -96,36 +104,62 @@ def shell_sizes(k: int, c_g: float, c_v: float) -> tuple[int, int]:
 
 
 def adap_cost(inst: Instance, c_g: float, c_v: float, runs: int, rng: np.random.Generator,
-              max_shells: int = 40, max_batch: int = 1 << 17) -> np.ndarray:
+              max_shells: int = 40, max_batch: int = 1 << 16) -> np.ndarray:
     """Monte Carlo costs of ADAP's shellwise generate-rank-verify schedule (one per run)."""
     cost = np.zeros(runs)
     live = np.arange(runs)
+    verified = np.zeros((runs, len(inst.scores)), bool) if inst.deterministic else None
     for k in range(max_shells):
         if len(live) == 0:
             break
         n, m = shell_sizes(k, c_g, c_v)
         n = min(n, max_batch)
-        batch, found = rank_verify(inst, len(live), n, min(m, n), c_g, c_v, rng)
+        batch, found = rank_verify(inst, live, n, min(m, n), c_g, c_v, rng, verified)
         cost[live] += batch
         live = live[~found]
     return cost
 
 
-def rank_verify(inst: Instance, runs: int, n: int, m: int, c_g: float, c_v: float,
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """One batch per run: generate n candidates, verify the top m by score in rank order until a
-    positive. Returns each run's batch cost and whether it found a positive."""
+def rank_verify(inst: Instance, live: np.ndarray, n: int, m: int, c_g: float, c_v: float,
+                rng: np.random.Generator, verified: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One batch per live run: generate n candidates, verify the top m by score in rank order until a
+    positive. Returns each run's batch cost and whether it found a positive. With `verified`
+    (runs x atoms, deterministic instances) the top m distinct, not yet rejected atoms are verified
+    and the array is updated."""
+    runs = len(live)
     cost, found = np.zeros(runs), np.zeros(runs, bool)
+    if verified is not None:
+        order = np.argsort(-inst.scores, kind="stable")
+        ok_sorted = inst.success[order] > 0
+        k = len(order)
     chunk = max(1, (1 << 21) // n)
     for lo in range(0, runs, chunk):
         r = min(chunk, runs - lo)
+        rows = live[lo:lo + r]
+        if verified is not None:
+            idx = np.minimum(np.searchsorted(inst.cdf, rng.random((r, n)), side="right"), k - 1)
+            present = np.zeros((r, k), bool)
+            present[np.repeat(np.arange(r), n), idx.ravel()] = True
+            cand = (present & ~verified[rows])[:, order]          # distinct unverified atoms, best score first
+            chosen = cand & (np.cumsum(cand, 1) <= m)
+            hits = chosen & ok_sorted[None, :]
+            any_hit = hits.any(1)
+            first = np.argmax(hits, 1)
+            upto = np.arange(k)[None, :] <= np.where(any_hit, first, k - 1)[:, None]
+            checked = chosen & upto
+            cost[lo:lo + r] = n * c_g + c_v * checked.sum(1)
+            done = np.zeros((r, k), bool)
+            done[:, order] = checked
+            verified[rows] |= done
+            found[lo:lo + r] = any_hit
+            continue
         s, ok = inst.draw(rng, (r, n))
         if m < n:
             top = np.argpartition(-s, m - 1, axis=1)[:, :m]
         else:
             top = np.broadcast_to(np.arange(n), (r, n))
-        order = np.take_along_axis(top, np.argsort(-np.take_along_axis(s, top, 1), axis=1), 1)
-        hits = np.take_along_axis(ok, order, 1)
+        srt = np.take_along_axis(top, np.argsort(-np.take_along_axis(s, top, 1), axis=1), 1)
+        hits = np.take_along_axis(ok, srt, 1)
         any_hit = hits.any(1)
         cost[lo:lo + r] = n * c_g + c_v * np.where(any_hit, np.argmax(hits, 1) + 1, m)
         found[lo:lo + r] = any_hit

@@ -40,66 +40,82 @@ def _kl_bounds(mu: float, n: int, level: float, family: int, sigma: float) -> tu
     return lower, upper
 
 
+class LucbState:
+    """Confidence intervals of the leaves and their MAX/MIN propagation, updated along one path."""
+
+    def __init__(self, tree: T.Tree, family, theta: float, delta: float, sigma: float = 1.0):
+        self.tree, self.theta, self.delta, self.sigma = tree, theta, delta, sigma
+        K = tree.n_leaves
+        self.fam = [int(f) for f in np.broadcast_to(np.asarray(family), (K,))]
+        self.children = [list(tree.children(n)) for n in range(tree.n_nodes)]
+        self.parent = [int(p) for p in tree.parent]
+        self.is_max = [bool(x) for x in tree.is_max]
+        self.leaf_node = [int(x) for x in tree.leaf_nodes]
+        self.leaf_of = [int(x) for x in tree.leaf_of]
+        self.N, self.S = [0] * K, [0.0] * K
+        self.L, self.U = [0.0] * tree.n_nodes, [0.0] * tree.n_nodes
+        self.t = 0
+
+    def _refresh_leaf(self, i: int) -> None:
+        level = math.log(self.tree.n_leaves * (1.0 + math.log(self.N[i])) / self.delta)
+        node = self.leaf_node[i]
+        self.L[node], self.U[node] = _kl_bounds(self.S[i] / self.N[i], self.N[i], level, self.fam[i], self.sigma)
+
+    def _refresh_node(self, n: int) -> None:
+        ch, L, U = self.children[n], self.L, self.U
+        if self.is_max[n]:
+            L[n], U[n] = max(L[c] for c in ch), max(U[c] for c in ch)
+        else:
+            L[n], U[n] = min(L[c] for c in ch), min(U[c] for c in ch)
+
+    def initialise(self, rewards) -> None:
+        for i, r in enumerate(rewards):
+            self.S[i], self.N[i] = float(r), 1
+            self._refresh_leaf(i)
+        for d in range(len(self.tree.levels) - 2, -1, -1):
+            start, stop = self.tree.levels[d]
+            for n in range(start, stop):
+                if self.children[n]:
+                    self._refresh_node(n)
+        self.t = self.tree.n_leaves
+
+    def add(self, i: int, reward: float) -> None:
+        self.S[i] += reward
+        self.N[i] += 1
+        self._refresh_leaf(i)
+        node = self.parent[self.leaf_node[i]]
+        while node >= 0:
+            self._refresh_node(node)
+            node = self.parent[node]
+        self.t += 1
+
+    def decided(self) -> bool:
+        return self.L[0] >= self.theta or self.U[0] < self.theta
+
+    def answer(self) -> bool:
+        if self.decided():
+            return self.L[0] >= self.theta
+        return (self.L[0] + self.U[0]) / 2 >= self.theta
+
+    def representative(self) -> int:
+        n = 0
+        while self.children[n]:
+            ch = self.children[n]
+            if self.is_max[n]:
+                vals = [self.U[c] for c in ch]
+                n = ch[vals.index(max(vals))]
+            else:
+                vals = [self.L[c] for c in ch]
+                n = ch[vals.index(min(vals))]
+        return self.leaf_of[n]
+
+
 def lucb_mcts(tree: T.Tree, mu, family, theta: float, delta: float, rng: np.random.Generator,
               max_samples: int = 10 ** 6, sigma: float = 1.0) -> dict:
     src = RewardSource(mu, family, rng, sigma)
-    K = tree.n_leaves
-    fam = src.family
-    children = [list(tree.children(n)) for n in range(tree.n_nodes)]
-    parent = [int(p) for p in tree.parent]
-    is_max = [bool(x) for x in tree.is_max]
-    leaf_node = [int(x) for x in tree.leaf_nodes]
-    leaf_of = [int(x) for x in tree.leaf_of]
-    N, S = [0] * K, [0.0] * K
-    L, U = [0.0] * tree.n_nodes, [0.0] * tree.n_nodes
-
-    def refresh_leaf(i):
-        level = math.log(K * (1.0 + math.log(N[i])) / delta)
-        L[leaf_node[i]], U[leaf_node[i]] = _kl_bounds(S[i] / N[i], N[i], level, fam[i], sigma)
-
-    def refresh_up(node):
-        node = parent[node]
-        while node >= 0:
-            ch = children[node]
-            if is_max[node]:
-                L[node], U[node] = max(L[c] for c in ch), max(U[c] for c in ch)
-            else:
-                L[node], U[node] = min(L[c] for c in ch), min(U[c] for c in ch)
-            node = parent[node]
-
-    def pull(i):
-        S[i] += src.draw(i)
-        N[i] += 1
-        refresh_leaf(i)
-        refresh_up(leaf_node[i])
-
-    for i in range(K):
-        S[i] += src.draw(i)
-        N[i] = 1
-        refresh_leaf(i)
-    for d in range(len(tree.levels) - 2, -1, -1):  # initial bottom-up pass
-        start, stop = tree.levels[d]
-        for n in range(start, stop):
-            ch = children[n]
-            if ch:
-                agg = max if is_max[n] else min
-                L[n], U[n] = agg(L[c] for c in ch), agg(U[c] for c in ch)
-
-    def representative(n=0):
-        while children[n]:
-            ch = children[n]
-            if is_max[n]:
-                vals = [U[c] for c in ch]
-                n = ch[vals.index(max(vals))]
-            else:
-                vals = [L[c] for c in ch]
-                n = ch[vals.index(min(vals))]
-        return leaf_of[n]
-
-    t = K
-    while L[0] < theta <= U[0] and t < max_samples:
-        pull(representative())
-        t += 1
-    decided = L[0] >= theta or U[0] < theta
-    answer = L[0] >= theta if decided else (L[0] + U[0]) / 2 >= theta
-    return {"answer": bool(answer), "samples": t, "truncated": t >= max_samples}
+    st = LucbState(tree, family, theta, delta, sigma)
+    st.initialise(src.draw_all())
+    while not st.decided() and st.t < max_samples:
+        leaf = st.representative()
+        st.add(leaf, src.draw(leaf))
+    return {"answer": bool(st.answer()), "samples": st.t, "truncated": st.t >= max_samples}

@@ -119,12 +119,14 @@ def measure_round_times(cfg: dict, report=None) -> tuple[dict, dict]:
             for rep in range(cfg["repeats"]):
                 src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng([rep, depth]))
                 if rule == "lucb":
+                    lst = baselines.LucbState(tree, T.GAUSSIAN, 0.0, 0.01)
+                    lst.initialise(src.draw_all())
                     t0 = time.perf_counter()
-                    res = baselines.lucb_mcts(tree, mu, T.GAUSSIAN, 0.0, 1e-300, np.random.default_rng([rep, depth]),
-                                              max_samples=K + cfg["rounds"])
-                    # the run includes initialisation; time it separately and subtract
-                    t_init = _lucb_init_time(tree, mu, rep, depth)
-                    best = min(best, (time.perf_counter() - t0 - t_init) / max(res["samples"] - K, 1))
+                    for _ in range(cfg["rounds"]):
+                        leaf = lst.representative()
+                        lst.add(leaf, src.draw(leaf))
+                        _ = lst.decided()
+                    best = min(best, (time.perf_counter() - t0) / cfg["rounds"])
                     continue
                 st = method.State(tree, 0.0, T.GAUSSIAN)
                 st.initialise(src.draw_all())
@@ -141,12 +143,6 @@ def measure_round_times(cfg: dict, report=None) -> tuple[dict, dict]:
                 report(K, rule, best)
         agree[str(K)] = _walk_matches_scan(tree, mu, cfg["check_rounds"], depth)
     return timing, agree
-
-
-def _lucb_init_time(tree, mu, rep, depth) -> float:
-    t0 = time.perf_counter()
-    baselines.lucb_mcts(tree, mu, T.GAUSSIAN, 0.0, 1e-300, np.random.default_rng([rep, depth]), max_samples=tree.n_leaves)
-    return time.perf_counter() - t0
 
 
 def _walk_matches_scan(tree, mu, rounds: int, depth: int) -> float:
