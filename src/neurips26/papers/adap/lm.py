@@ -1,15 +1,14 @@
 """The real-generator instance: a tiny character-level transformer trained here on addition.
 
-Problems "ab+cd=" with zero-padded two-digit operands, answers as three zero-padded digits
-("07+15=022"). The model is a small causal transformer (torch), trained with the cross-entropy of
+Problems "ab+cd=" with zero-padded two-digit operands, answers as three zero-padded digits written
+least significant digit first ("07+15=220" for 22), the order in which carries are computed, which a
+small model learns in a few hundred steps. The model is a small causal transformer (torch), trained with the cross-entropy of
 the answer digits through the Lightning trainer. At test time it samples answers (temperature 1);
 the cheap score of a candidate is the model's own log-probability of it, and the verifier checks
 the exact answer.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -20,7 +19,7 @@ SEQ_LEN = PROMPT_LEN + ANSWER_LEN
 
 
 def encode(a: int, b: int) -> list[int]:
-    return [STOI[c] for c in f"{a:02d}+{b:02d}={a + b:03d}"]
+    return [STOI[c] for c in f"{a:02d}+{b:02d}={str(a + b).zfill(3)[::-1]}"]
 
 
 def split_problems(max_operand: int, n_test: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,9 +89,9 @@ def make_module(model, settings: dict):
 
         def configure_optimizers(self):
             opt = torch.optim.AdamW(self.parameters(), lr=settings["lr"], weight_decay=0.01)
-            steps = settings["steps"]
-            sched = torch.optim.lr_scheduler.LambdaLR(
-                opt, lambda s: min(1.0, (s + 1) / 20) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+            # linear warm-up, then constant: a decaying rate stalls the short run before the model
+            # has found the carry rule
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / settings["warmup_steps"]))
             return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
     return AdditionLM()
@@ -134,7 +133,7 @@ def sample_pool(model, test_pairs: np.ndarray, samples: int, temperature: float,
             logp += lp.gather(1, nxt)[:, 0]
             seq = torch.cat([seq, nxt], 1)
     digits = seq[:, PROMPT_LEN:].numpy()
-    answers = digits[:, 0] * 100 + digits[:, 1] * 10 + digits[:, 2]
+    answers = digits[:, 2] * 100 + digits[:, 1] * 10 + digits[:, 0]  # least significant digit first
     truth = np.repeat(test_pairs.sum(1), samples)
     return {"answers": answers.reshape(len(test_pairs), samples), "scores": logp.numpy().reshape(len(test_pairs), samples),
             "correct": (answers == truth).reshape(len(test_pairs), samples)}

@@ -99,6 +99,9 @@ def lm(params, inputs, out: Path):
     model = L.train(settings, train_pairs, out, settings["seed"])
     pool = L.sample_pool(model, test_pairs, settings["samples_per_problem"], settings["temperature"], settings["seed"])
     solvable = np.flatnonzero(pool["correct"].any(1))
+    if len(solvable) < 4:
+        raise ValueError(f"config keys 'adap.lm.steps' / 'adap.lm.samples_per_problem': only {len(solvable)} test "
+                         "problems have a correct sampled answer; train longer or sample more")
     insts = [L.pool_instance(pool["answers"][i], pool["scores"][i], pool["correct"][i]) for i in solvable]
     # how well the cheap score ranks: AUC of log-probability for correct vs wrong samples, per problem
     aucs = []
