@@ -194,6 +194,7 @@ def figures(params, inputs, out: Path):
         ax.plot(deltas, deltas, "k--", lw=1, label="delta (allowed error)")
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=1e-3)
+        ax.set_ylim(0, 2 * max(deltas))
         ax.set_xlabel("confidence parameter delta (log scale)")
         ax.set_ylabel(f"error rate over {m['runs']} runs per seed")
         ax.set_title(f"{v} leaves: error rate vs delta ({scale})", fontsize=10)
