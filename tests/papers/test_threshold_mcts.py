@@ -134,3 +134,18 @@ def test_check_config_names_the_key():
     assert any(p.startswith("run_variants") for p in problems)
     assert any(p.startswith("algorithms") for p in problems)
     assert any(p.startswith("deltas") for p in problems)
+
+
+def test_union_threshold_is_larger_and_still_correct():
+    tree = T.from_nested([[0, 0], [0, 0]], True)
+    mu = np.array([0.9, 0.8, -0.9, 0.4])  # root = max(min(.9,.8), min(-.9,.4)) = 0.8
+    for t in (10, 1000):
+        assert method.beta(t, 0.05, "union", tree.n_leaves) > method.beta(t, 0.05, "practical")
+    practical = [method.track_and_stop(tree, mu, T.GAUSSIAN, 0.0, 0.05, np.random.default_rng([s, 5]), "ratio")
+                 for s in range(15)]
+    union = [method.track_and_stop(tree, mu, T.GAUSSIAN, 0.0, 0.05, np.random.default_rng([s, 5]), "ratio", "union")
+             for s in range(15)]
+    assert all(r["answer"] for r in union)
+    assert np.mean([r["samples"] for r in union]) > np.mean([r["samples"] for r in practical])
+    with pytest.raises(ValueError, match="stopping.beta"):
+        method.beta(10, 0.1, "nonsense")
