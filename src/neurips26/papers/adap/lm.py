@@ -10,6 +10,9 @@ the exact answer.
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 
 VOCAB = "0123456789+="
@@ -112,7 +115,10 @@ def train(settings: dict, train_pairs: np.ndarray, out, seed: int):
     loader = DataLoader(TensorDataset(seqs), batch_size=settings["batch_size"], shuffle=False)
     model = build_model(settings)
     module = make_module(model, settings)
-    trainer, ckpt = make_trainer(out, {"lm": settings, "seed": seed}, settings["steps"], log_every_n_steps=50)
+    # the checkpoint key includes this file's code, so a changed data format never resumes an old model
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    trainer, ckpt = make_trainer(out, {"lm": settings, "seed": seed, "code": code}, settings["steps"],
+                                 log_every_n_steps=50)
     fit(trainer, module, loader, ckpt_path=ckpt)
     return model.eval()
 
