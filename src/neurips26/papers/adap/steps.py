@@ -1,0 +1,208 @@
+"""The steps the CLI calls for adap: synthetic (one job per success-function shape, every seed)
+and lm (train a tiny LM, sample candidate pools, evaluate) -> figures.
+
+Each evaluation takes training prompts (to tune the baselines' n) and test prompts; for every
+verify/generate cost ratio it computes the distribution-aware optimum (exact) and the Monte Carlo
+expected cost of ADAP, the tuned fixed best-of-n and the difficulty-adaptive best-of-n.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from neurips26.core import claims, io, plotting, tracking
+
+from . import baselines, method
+
+P = "adap"
+POLICIES = {"adap": "ADAP (shellwise)", "fixed_n": "fixed best-of-n (n tuned)",
+            "difficulty": "difficulty-adaptive best-of-n"}
+COLORS = {"adap": "#1f77b4", "fixed_n": "#ff7f0e", "difficulty": "#2ca02c"}
+
+
+def _round(x, digits: int = 8):
+    x = float(x)
+    return x if not np.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
+
+
+def synthetic_prompt(settings: dict, difficulty: float) -> method.Instance:
+    """Scores on a grid, N(-shift * d, 1); success sigmoid(slope (s - offset - spread d)) (monotone) or a
+    bump around the typical score whose highest scores rarely pass (non-monotone)."""
+    s = np.linspace(-5.0, 5.0, settings["grid"])
+    centre = -settings["score_shift"] * difficulty
+    f = np.exp(-0.5 * (s - centre) ** 2)
+    if settings["success"] == "monotone":
+        p = 1.0 / (1.0 + np.exp(-settings["slope"] * (s - settings["offset"] - settings["spread"] * difficulty)))
+    else:
+        peak = settings["peak"] * (1 - 0.8 * difficulty)
+        floor = settings["floor"]
+        p = peak * (floor + (1 - floor) * np.exp(-0.5 * ((s - centre) / settings["bump_width"]) ** 2))
+    return method.Instance(s, f, p)
+
+
+def evaluate_prompts(train: list, test: list, cfg: dict, rng: np.random.Generator) -> dict:
+    grid = cfg["n_grid"]
+    out = {"cost_ratios": cfg["cost_ratios"], "per_ratio": []}
+    for ratio in cfg["cost_ratios"]:
+        c_g, c_v = 1.0, float(ratio)
+        train_costs = np.array([[baselines.best_of_n_cost(inst, n, c_g, c_v, cfg["train_runs"], rng).mean()
+                                 for n in grid] for inst in train])
+        train_probe = np.array([baselines.probe_score(inst, cfg["n_probe"], rng, 1)[0] for inst in train])
+        fixed_n = baselines.tune_fixed_n(train_costs, grid)
+        edges, bin_n = baselines.tune_difficulty_bins(train_costs, train_probe, grid, cfg["bins"])
+        rows = []
+        for inst in test:
+            opt, _ = method.optimal_policy(inst, c_g, c_v)
+            costs = {"adap": method.adap_cost(inst, c_g, c_v, cfg["runs"], rng),
+                     "fixed_n": baselines.best_of_n_cost(inst, fixed_n, c_g, c_v, cfg["runs"], rng),
+                     "difficulty": baselines.difficulty_adaptive_cost(inst, edges, bin_n, cfg["n_probe"], c_g, c_v,
+                                                                      cfg["runs"], rng)}
+            rows.append({"optimum": _round(opt), "base_rate": _round(inst.base_rate),
+                         **{k: _round(v.mean()) for k, v in costs.items()}})
+        summary = {"ratio": ratio, "fixed_n": fixed_n, "bin_n": bin_n,
+                   "mean_optimum": _round(np.mean([r["optimum"] for r in rows]))}
+        for k in POLICIES:
+            summary[f"mean_{k}"] = _round(np.mean([r[k] for r in rows]))
+            summary[f"ratio_{k}"] = _round(np.mean([r[k] / r["optimum"] for r in rows]))
+            summary[f"max_ratio_{k}"] = _round(np.max([r[k] / r["optimum"] for r in rows]))
+        out["per_ratio"].append({**summary, "prompts": rows})
+    return out
+
+
+def synthetic(params, inputs, out: Path):
+    settings, cfg = params["variant_settings"], params["evaluation"]
+    seeds = []
+    for seed in params["seeds"]:
+        rng = np.random.default_rng([int(seed), 11])
+        difficulties = rng.uniform(0, 1, settings["train_prompts"] + settings["test_prompts"])
+        prompts = [synthetic_prompt(settings, d) for d in difficulties]
+        res = evaluate_prompts(prompts[:settings["train_prompts"]], prompts[settings["train_prompts"]:], cfg, rng)
+        for i, row in enumerate(res["per_ratio"]):
+            tracking.active().log_metrics({f"seed{seed}/{k}": row[f"ratio_{k}"] for k in POLICIES}, step=i)
+        seeds.append({"seed": seed, **res})
+    io.write_json(out / "metrics.json", {"variant": params["variant"], "settings": settings,
+                                         "evaluation": cfg, "seeds": seeds})
+    return [out / "metrics.json"]
+
+
+def lm(params, inputs, out: Path):
+    """Train the tiny addition LM, sample a candidate pool per held-out problem, evaluate."""
+    import torch
+
+    from . import lm as L
+
+    settings, cfg = params["lm"], params["evaluation"]
+    torch.set_num_threads(int(params.get("threads", 1)))
+    train_pairs, test_pairs = L.split_problems(settings["max_operand"], settings["test_problems"], settings["seed"])
+    model = L.train(settings, train_pairs, out, settings["seed"])
+    pool = L.sample_pool(model, test_pairs, settings["samples_per_problem"], settings["temperature"], settings["seed"])
+    solvable = np.flatnonzero(pool["correct"].any(1))
+    if len(solvable) < 4:
+        raise ValueError(f"config keys 'adap.lm.steps' / 'adap.lm.samples_per_problem': only {len(solvable)} test "
+                         "problems have a correct sampled answer; train longer or sample more")
+    insts = [L.pool_instance(pool["answers"][i], pool["scores"][i], pool["correct"][i]) for i in solvable]
+    # how well the cheap score ranks: AUC of log-probability for correct vs wrong samples, per problem
+    aucs = []
+    for i in solvable:
+        c, s = pool["correct"][i], pool["scores"][i]
+        if 0 < c.sum() < len(c):
+            pos, neg = s[c], s[~c]
+            aucs.append(float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean()))
+    seeds = []
+    for seed in params["seeds"]:
+        rng = np.random.default_rng([int(seed), 23])
+        perm = rng.permutation(len(insts))
+        half = len(insts) // 2
+        res = evaluate_prompts([insts[i] for i in perm[:half]], [insts[i] for i in perm[half:]], cfg, rng)
+        for i, row in enumerate(res["per_ratio"]):
+            tracking.active().log_metrics({f"seed{seed}/{k}": row[f"ratio_{k}"] for k in POLICIES}, step=i)
+        seeds.append({"seed": seed, **res})
+    io.write_json(out / "metrics.json", {
+        "variant": "lm", "settings": settings, "evaluation": cfg, "seeds": seeds,
+        "test_problems": len(test_pairs), "solvable_problems": int(len(solvable)),
+        "sample_accuracy": _round(pool["correct"].mean()),
+        "per_problem_accuracy": [_round(x) for x in pool["correct"].mean(1)],
+        "score_auc_mean": _round(np.mean(aucs)) if aucs else None})
+    return [out / "metrics.json"]
+
+
+# ---------------------------------------------------------------- figures
+def figures(params, inputs, out: Path):
+    variants, scale = params["run_variants"], params["scale"]
+    runs = {v: io.read_json(inputs["evals"] / v / "metrics.json") for v in variants}
+    figdir = out / "figures"
+    labels = {"monotone": "synthetic, monotone success", "nonmonotone": "synthetic, NON-monotone success",
+              "lm": "tiny LM on addition (log-prob score)"}
+
+    fig, axes = plotting.figure(ncols=len(variants))
+    for i, v in enumerate(variants):
+        ax, m = axes[0, i], runs[v]
+        ratios = m["seeds"][0]["cost_ratios"]
+        for k, name in POLICIES.items():
+            plotting.mean_band(ax, ratios, [[r[f"ratio_{k}"] for r in s["per_ratio"]] for s in m["seeds"]],
+                               name, COLORS[k])
+        ax.axhline(1.0, color="k", ls="--", lw=1, label="distribution-aware optimum (DP)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("verify / generate cost ratio c_v / c_g (log scale)")
+        ax.set_ylabel("expected cost / optimum (mean over test prompts)")
+        ax.set_title(f"{labels.get(v, v)} ({scale})", fontsize=10)
+        ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "cost_ratio.png")
+
+    fig, axes = plotting.figure(ncols=len(variants))
+    for i, v in enumerate(variants):
+        ax, m = axes[0, i], runs[v]
+        ratios = m["seeds"][0]["cost_ratios"]
+        plotting.mean_band(ax, ratios, [[r["mean_optimum"] for r in s["per_ratio"]] for s in m["seeds"]],
+                           "optimum (DP)", "k")
+        for k, name in POLICIES.items():
+            plotting.mean_band(ax, ratios, [[r[f"mean_{k}"] for r in s["per_ratio"]] for s in m["seeds"]],
+                               name, COLORS[k])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("verify / generate cost ratio c_v / c_g (log scale)")
+        ax.set_ylabel("mean expected cost per prompt (units of c_g)")
+        ax.set_title(f"{labels.get(v, v)} ({scale})", fontsize=10)
+        ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "expected_cost.png")
+
+    rows, claim_rows = [], []
+    for v in variants:
+        seeds = runs[v]["seeds"]
+        ratios = seeds[0]["cost_ratios"]
+        for j, ratio in enumerate(ratios):
+            per = [s["per_ratio"][j] for s in seeds]
+            rows.append({"variant": v, "cost_ratio": ratio, "optimum": claims.fmt([p["mean_optimum"] for p in per]),
+                         **{f"{k}_cost": claims.fmt([p[f"mean_{k}"] for p in per]) for k in POLICIES},
+                         **{f"{k}_over_opt": claims.fmt([p[f"ratio_{k}"] for p in per]) for k in POLICIES},
+                         "adap_worst_prompt_over_opt": claims.fmt([p["max_ratio_adap"] for p in per]),
+                         "fixed_n": "/".join(str(p["fixed_n"]) for p in per)})
+        # the paper's guarantee needs monotone success; the non-monotone variant gets its own row below
+        for base in (("fixed_n", "difficulty") if runs[v]["settings"].get("success") != "nonmonotone" else ()):
+            for j in (0, len(ratios) - 1):
+                claim_rows.append(claims.row(
+                    P, f"{labels.get(v, v)}: ADAP costs less than {POLICIES[base]} (c_v/c_g={ratios[j]:g})",
+                    "mean expected cost / optimum over test prompts, lower is better", POLICIES["adap"],
+                    [s["per_ratio"][j]["ratio_adap"] for s in seeds], POLICIES[base],
+                    [s["per_ratio"][j][f"ratio_{base}"] for s in seeds], higher_is_better=False, scale=scale,
+                    figure="cost_ratio.png"))
+    if "monotone" in runs and "nonmonotone" in runs:
+        mono, non = runs["monotone"]["seeds"], runs["nonmonotone"]["seeds"]
+        worst = lambda seeds: [max(r["ratio_adap"] for r in s["per_ratio"]) for s in seeds]
+        claim_rows.append(claims.row(
+            P, "monotonicity matters: ADAP's gap to the optimum is larger without it",
+            "largest (over cost ratios) mean cost / optimum of ADAP, lower is better", "monotone success",
+            worst(mono), "non-monotone success", worst(non), higher_is_better=False, scale=scale,
+            figure="cost_ratio.png", paper_value="constant factor only under monotonicity"))
+    if "lm" in runs:
+        m = runs["lm"]
+        rows.append({"variant": "lm", "cost_ratio": "",
+                     "optimum": f"{m['solvable_problems']}/{m['test_problems']} problems with a correct sample; "
+                                f"sample accuracy {m['sample_accuracy']:.3f}; log-prob AUC {m['score_auc_mean']}"})
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    io.write_csv(out / "summary.csv", [{c: r.get(c, "") for c in columns} for r in rows], columns)
+    claims.write_claims(out / "claims.csv", claim_rows)
+    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

@@ -1,0 +1,139 @@
+"""ADAP against independent references: Monte Carlo against the closed-form cost of threshold
+policies, value iteration and brute force over threshold sets for the DP optimum, exact enumeration
+of best-of-n on a tiny instance, and the LM pool's empirical instance."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from neurips26.papers.adap import baselines, check_config, method
+from neurips26.papers.adap.steps import synthetic_prompt
+
+
+def _instance(seed=0, atoms=6):
+    rng = np.random.default_rng(seed)
+    s = np.sort(rng.normal(size=atoms))
+    return method.Instance(s, rng.uniform(0.2, 1, atoms), np.sort(rng.uniform(0, 0.6, atoms)))
+
+
+@pytest.mark.parametrize("c_v", [1.0, 10.0])
+def test_monte_carlo_cost_of_threshold_policy_matches_closed_form(c_v):
+    inst = _instance(1)
+    rng = np.random.default_rng(0)
+    for tau in inst.scores[[0, 2, 4]]:
+        closed = method.threshold_cost(inst, tau, 1.0, c_v)
+        mc = method.threshold_cost_mc(inst, inst.scores >= tau, 1.0, c_v, 20000, rng)
+        assert mc.mean() == pytest.approx(closed, abs=4 * mc.std() / np.sqrt(len(mc)))
+
+
+def test_dp_optimum_equals_value_iteration_and_brute_force_over_verify_sets():
+    for seed in range(5):
+        inst = _instance(seed)
+        for c_v in (1.0, 5.0, 50.0):
+            opt, verify = method.optimal_policy(inst, 1.0, c_v)
+            assert opt == pytest.approx(method.bellman_value(inst, 1.0, c_v), rel=1e-6)
+            brute = min(method.set_cost(inst, np.array(mask, bool), 1.0, c_v)
+                        for mask in itertools.product([0, 1], repeat=len(inst.scores)) if any(mask))
+            assert opt == pytest.approx(brute, rel=1e-12)
+            assert method.set_cost(inst, verify, 1.0, c_v) == pytest.approx(opt)
+
+
+def _best_of_n_exact(inst, n, c_g, c_v):
+    """Exact expected cost of best-of-n (rank-order verification, fresh batch on failure) by enumerating
+    every ordered batch of atoms."""
+    k = len(inst.scores)
+    exp_cost, p_success = 0.0, 0.0
+    for combo in itertools.product(range(k), repeat=n):
+        prob = float(np.prod(inst.probs[list(combo)]))
+        order = sorted(combo, key=lambda j: -inst.scores[j])
+        fail, cost = 1.0, n * c_g
+        for j in order:
+            cost += c_v * fail  # a verification happens only while everything so far failed
+            fail *= 1 - inst.success[j]
+        exp_cost += prob * cost
+        p_success += prob * (1 - fail)
+    return exp_cost / p_success
+
+
+def test_dp_optimum_no_worse_than_any_fixed_policy():
+    inst = _instance(2, atoms=4)
+    for c_v in (1.0, 10.0, 100.0):
+        opt, _ = method.optimal_policy(inst, 1.0, c_v)
+        for n in (1, 2, 3, 4):
+            exact = _best_of_n_exact(inst, n, 1.0, c_v)
+            assert opt <= exact + 1e-12
+        rng = np.random.default_rng(1)
+        mc = baselines.best_of_n_cost(inst, 3, 1.0, c_v, 20000, rng)
+        assert mc.mean() == pytest.approx(_best_of_n_exact(inst, 3, 1.0, c_v), abs=4 * mc.std() / np.sqrt(len(mc)))
+        for tau in inst.scores:
+            assert opt <= method.threshold_cost(inst, tau, 1.0, c_v) + 1e-12
+        assert opt <= method.adap_cost(inst, 1.0, c_v, 4000, rng).mean() + 1e-9
+
+
+def test_optimum_uses_a_score_threshold_when_success_is_monotone():
+    settings = {"success": "monotone", "grid": 81, "score_shift": 1.0, "slope": 2.0, "offset": 0.0, "spread": 2.0}
+    inst = synthetic_prompt(settings, 0.5)
+    for c_v in (1.0, 30.0):
+        opt, verify = method.optimal_policy(inst, 1.0, c_v)
+        first = np.argmax(verify)
+        assert verify[first:].all() and not verify[:first].any()
+        assert opt == pytest.approx(min(method.threshold_cost(inst, t, 1.0, c_v) for t in inst.scores))
+
+
+def test_nonmonotone_success_makes_top_ranked_verification_costly():
+    settings = {"success": "nonmonotone", "grid": 81, "score_shift": 1.0, "peak": 0.5, "bump_width": 0.5, "floor": 0.05}
+    inst = synthetic_prompt(settings, 0.2)
+    opt, verify = method.optimal_policy(inst, 1.0, 30.0)
+    assert not verify[-1]  # the top scores are not worth verifying
+    best_threshold = min(method.threshold_cost(inst, t, 1.0, 30.0) for t in inst.scores)
+    assert best_threshold > 1.4 * opt
+
+
+def test_shell_sizes_double_and_split_the_budget():
+    sizes = [method.shell_sizes(k, 1.0, 10.0) for k in range(6)]
+    assert all(n2 >= 2 * n1 - 1 for (n1, _), (n2, _) in zip(sizes, sizes[1:]))
+    assert all(1 <= m <= n for n, m in sizes)
+
+
+def test_pool_instance_counts_distinct_answers():
+    from neurips26.papers.adap.lm import encode, pool_instance, split_problems
+
+    inst = pool_instance(np.array([5, 5, 7, 9]), np.array([-1.0, -1.0, -2.0, -0.5]), np.array([True, True, False, False]))
+    np.testing.assert_allclose(inst.probs, [0.5, 0.25, 0.25])
+    np.testing.assert_allclose(inst.success, [1, 0, 0])
+    assert inst.base_rate == pytest.approx(0.5)
+    train, test = split_problems(10, 5, 0)
+    assert len(train) + len(test) == 100 and not set(map(tuple, test)) & set(map(tuple, train))
+    assert len(encode(3, 45)) == 9
+
+
+def test_check_config_names_the_key():
+    problems = check_config({"run_variants": ["x"], "variants": {}, "evaluation": {"cost_ratios": [0.5]},
+                             "lm": {"dim": 10, "heads": 4}})
+    assert any(p.startswith("run_variants") for p in problems)
+    assert any(p.startswith("evaluation.cost_ratios") for p in problems)
+    assert any(p.startswith("lm.dim") for p in problems)
+
+
+def test_cached_best_of_one_on_a_deterministic_instance_matches_exact_recursion():
+    """Distinct answers under an exact verifier: a rejected answer is never paid for again. Exact
+    expected cost by recursion over the set V of rejected answers:
+    E(V) = (c_g + c_v sum_{j not in V} f_j + sum_{j wrong, not in V} f_j E(V + j)) / (1 - f(V))."""
+    from functools import lru_cache
+
+    inst = method.Instance([0.0, 1.0, 2.0, 3.0], [0.4, 0.3, 0.2, 0.1], [1, 0, 0, 1])
+    assert inst.deterministic
+    f, ok, c_g, c_v = inst.probs, inst.success > 0, 1.0, 10.0
+
+    @lru_cache(None)
+    def E(V: frozenset) -> float:
+        free = [j for j in range(4) if j not in V]
+        num = c_g + c_v * sum(f[j] for j in free) + sum(f[j] * E(V | {j}) for j in free if not ok[j])
+        return num / (1 - sum(f[j] for j in V))
+
+    mc = baselines.best_of_n_cost(inst, 1, c_g, c_v, 40000, np.random.default_rng(0))
+    assert mc.mean() == pytest.approx(E(frozenset()), abs=4 * mc.std() / np.sqrt(len(mc)))
+    assert method.optimal_policy(inst, c_g, c_v)[0] <= E(frozenset())
