@@ -7,7 +7,6 @@ Backward transfer (forgetting, in bpm; positive = forgotten): BWT = mean_{j<T-1}
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -146,7 +145,3 @@ def run_protocol(domains: list[dict], kind: str, settings: dict, train: dict, mo
             "plasticity_mae": float(np.mean([R[i][i] for i in range(len(R))])),
             "final_eval": evals, "strategy": strategy.info(),
             "branches": len(model.branches), "params": sum(p.numel() for p in model.parameters())}
-
-
-def is_finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)

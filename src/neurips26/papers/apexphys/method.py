@@ -10,7 +10,7 @@ representation every earlier domain relies on, are frozen after the first domain
 
 Hierarchical Expansion Strategy (HES). Before domain t, its training chunks pass through the
 backbone and every layer l gets a discrepancy to the closest earlier domain,
-    D_l = min_k mean_c SKL(N(mu_{t,l,c}, s2_{t,l,c}) || N(mu_{k,l,c}, s2_{k,l,c})),
+    D_l = min_k mean_c [KL(N_t || N_k) + KL(N_k || N_t)],  N = N(mu_{l,c}, s2_{l,c}),
 the symmetric KL between per-channel Gaussians of the activations. Layers with
 D_l >= tau * max_l D_l (and D_l above a floor) get a new residual branch for domain t. A clip
 is later routed to the branches of the domain whose stored statistics are closest to its
@@ -56,7 +56,7 @@ def layer_statistics(model: PhysNet, x: torch.Tensor, batch: int = 8) -> dict[st
 
 
 def symmetric_kl(a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.Tensor]) -> float:
-    """Mean over channels of KL(a||b) + KL(b||a) for per-channel Gaussians, halved."""
+    """Mean over channels of KL(a||b) + KL(b||a) for per-channel Gaussians."""
     (ma, va), (mb, vb) = a, b
     skl = 0.5 * (va / vb + vb / va) - 1.0 + 0.5 * (ma - mb) ** 2 * (1.0 / va + 1.0 / vb)
     return float(skl.mean())

@@ -164,6 +164,9 @@ LABELS = {"finetune": "Fine-tuning", "joint": "Joint (upper bound)", "ewc": "EWC
           "replay": "Replay", "apexphys": "ApexPhys", "apexphys_no_bcrp": "ApexPhys w/o BCRP",
           "apexphys_no_hes": "ApexPhys w/o HES", "apexphys_no_pgp": "ApexPhys w/o PGP"}
 CL_BASELINES = ("finetune", "ewc", "lwf", "replay")
+COLOURS = {"finetune": "#7f7f7f", "joint": "#2ca02c", "ewc": "#1f77b4", "lwf": "#9467bd", "replay": "#ff7f0e",
+           "apexphys": "#d62728", "apexphys_no_bcrp": "#17becf", "apexphys_no_hes": "#8c564b",
+           "apexphys_no_pgp": "#e377c2"}
 
 
 def figures(params, inputs, out: Path):
@@ -182,7 +185,7 @@ def figures(params, inputs, out: Path):
 
     cols = min(len(variants), 5)
     rows = (len(variants) + cols - 1) // cols
-    fig, axes = plotting.figure(ncols=cols, nrows=rows, width=3.3, height=3.0)
+    fig, axes = plotting.figure(ncols=cols, nrows=rows, width=2.9, height=2.9)
     stacked = {v: np.mean([runs[v]["seeds"][str(s)]["R"] for s in seeds], axis=0) for v in variants}
     vmax = max(float(m.max()) for m in stacked.values())
     for i, ax in enumerate(axes.flat):
@@ -197,13 +200,17 @@ def figures(params, inputs, out: Path):
                         color="white" if stacked[v][a, b] > vmax / 2 else "black")
         ax.set_xticks(range(n), [f"D{j}" for j in range(n)])
         ax.set_yticks(range(n), [f"D{j}" for j in range(n)])
-        ax.set_xlabel("evaluated domain j")
-        ax.set_ylabel("after task i")
+        if i >= len(variants) - cols:
+            ax.set_xlabel("evaluated domain j")
+        if i % cols == 0:
+            ax.set_ylabel("after task i")
         ax.set_title(f"{LABELS.get(v, v)} (n={len(seeds)})", fontsize=9)
         ax.grid(False)
-    fig.colorbar(im, ax=axes.ravel().tolist(), label="MAE (bpm), mean over seeds", shrink=0.8)
-    fig.suptitle(f"apexphys: R[i, j] = HR MAE on domain j after task i ({scale} scale); "
-                 + ", ".join(f"D{j}={name}" for j, name in enumerate(order)), fontsize=8)
+    fig.suptitle(f"apexphys: R[i, j] = HR MAE on domain j after task i, mean over seeds ({scale} scale)\n"
+                 + ", ".join(f"D{j} = {name}" for j, name in enumerate(order)), fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.92, 1))
+    cax = fig.add_axes((0.935, 0.15, 0.015, 0.7))
+    fig.colorbar(im, cax=cax, label="MAE (bpm), lower is better")
     path = figdir / "r_matrices.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     from neurips26.core.io import atomic_path
@@ -212,20 +219,25 @@ def figures(params, inputs, out: Path):
         fig.savefig(tmp, format="png", metadata={"Software": None})
     matplotlib.pyplot.close(fig)
 
-    # average MAE over seen domains after each task
-    fig, axes = plotting.figure(width=7, height=4.2)
-    ax = axes[0, 0]
+    # average MAE over seen domains after each task: methods vs baselines, and the ablations
+    fig, axes = plotting.figure(ncols=2, width=6.2, height=4.4)
     xs = list(range(1, n + 1))
-    for v in variants:
-        plotting.mean_band(ax, xs, per_seed(v, lambda r: r["seen_mae_after_task"]), LABELS.get(v, v))
-    for method, style in (("POS", ":"), ("CHROM", "-.")):
-        ref = [np.mean([unsup[name][method]["mae"] for name in order[:i]]) for i in xs]
-        ax.plot(xs, ref, style, color="grey", label=f"{method} (unsupervised, no training)")
-    ax.set_xticks(xs, [f"{i}: {order[i - 1]}" for i in xs], rotation=20, fontsize=7)
-    ax.set_xlabel("task (domain just trained on)")
-    ax.set_ylabel("mean HR MAE over seen domains (bpm)")
-    ax.set_title(f"apexphys: average MAE after each task ({scale} scale; band = min-max over seeds)")
-    ax.legend(fontsize=7, ncol=2)
+    panels = (("ApexPhys against the baselines", [v for v in variants if not v.startswith("apexphys_")]),
+              ("ApexPhys against its ablations", [v for v in variants if v.startswith("apexphys")]))
+    for ax, (title, group) in zip(axes[0], panels):
+        for v in group:
+            plotting.mean_band(ax, xs, per_seed(v, lambda r: r["seen_mae_after_task"]), LABELS.get(v, v),
+                               COLOURS.get(v))
+        for method, style in (("POS", ":"), ("CHROM", "-.")):
+            ref = [np.mean([unsup[name][method]["mae"] for name in order[:i]]) for i in xs]
+            ax.plot(xs, ref, style, color="grey", label=f"{method} (unsupervised)")
+        ax.set_xticks(xs, [f"{i}: {order[i - 1]}" for i in xs], rotation=20, fontsize=7)
+        ax.set_xlabel("task (domain just trained on)")
+        ax.set_ylabel("mean HR MAE over seen domains (bpm)")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"apexphys: average MAE after each task ({scale} scale; line = mean, band = min-max over seeds)",
+                 fontsize=10)
     plotting.save(fig, figdir / "avg_mae_per_task.png")
 
     # table
