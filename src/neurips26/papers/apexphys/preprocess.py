@@ -79,8 +79,10 @@ def standardize(x: np.ndarray) -> np.ndarray:
 
 
 def label_at_frames(rec: Recording) -> np.ndarray:
-    """The contact PPG at the frame times (linear interpolation, as the toolbox resamples)."""
-    return np.interp(rec.frame_times, rec.wave_times, rec.wave)
+    """The contact PPG stretched linearly to one sample per frame, as the toolbox resamples it
+    (by index, so it does not depend on the units of a dataset's time stamps)."""
+    n = len(rec.frames)
+    return np.interp(np.linspace(0, 1, n), np.linspace(0, 1, len(rec.wave)), rec.wave)
 
 
 def process_recording(rec: Recording, size: int, detector: str, max_frames: int | None = None) -> dict:
