@@ -19,6 +19,7 @@ include: "workflow/rules/anchor_pca.smk"
 include: "workflow/rules/acopula.smk"
 include: "workflow/rules/threshold_mcts.smk"
 include: "workflow/rules/adap.smk"
+include: "workflow/rules/apexphys.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -1,0 +1,150 @@
+"""Readers and writers for the on-disk formats of UBFC-rPPG and PURE.
+
+UBFC-rPPG (DATASET_2): `<root>/subject<N>/vid.avi` (the real set is uncompressed 8-bit RGB,
+30 fps) and `ground_truth.txt`, three whitespace-separated lines: the PPG waveform, the
+oximeter's heart rate, and the time stamps in seconds, one value per oximeter sample.
+PURE: `<root>/<ii-jj>/<ii-jj>/Image<timestamp_ns>.png` (lossless PNG, 30 fps) and
+`<root>/<ii-jj>/<ii-jj>.json` with "/FullPackage" (60 Hz oximeter samples: Timestamp in ns
+and Value {pulseRate, o2saturation, signalStrength, waveform}) and "/Image" (one Timestamp
+per frame).
+
+The generator writes UBFC videos with FFV1, a lossless codec, so frames read back byte for
+byte; the reader uses OpenCV, which also reads the real set's raw RGB AVIs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class Recording:
+    name: str
+    frames: np.ndarray          # (T, H, W, 3) uint8, RGB
+    wave: np.ndarray            # the contact PPG waveform, oximeter samples
+    wave_times: np.ndarray      # seconds, one per waveform sample
+    frame_times: np.ndarray     # seconds, one per frame
+    heart_rate: np.ndarray      # oximeter heart rate per waveform sample (bpm)
+
+
+# ---------------------------------------------------------------- UBFC-rPPG
+def write_ubfc(folder: Path, frames: np.ndarray, wave, heart_rate, wave_times, fps: float) -> None:
+    import cv2
+
+    folder.mkdir(parents=True, exist_ok=True)
+    t, h, w, _ = frames.shape
+    path = folder / "vid.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"FFV1"), float(fps), (w, h))
+    if not writer.isOpened():
+        raise RuntimeError(f"{path}: OpenCV cannot write FFV1 video")
+    for frame in frames:
+        writer.write(np.ascontiguousarray(frame[:, :, ::-1]))
+    writer.release()
+    lines = [" ".join(repr(float(v)) for v in row) for row in (wave, heart_rate, wave_times)]
+    (folder / "ground_truth.txt").write_text("\n".join(lines) + "\n")
+
+
+def read_ubfc_video(path: Path) -> tuple[np.ndarray, float]:
+    import cv2
+
+    capture = cv2.VideoCapture(str(path))
+    if not capture.isOpened():
+        raise FileNotFoundError(f"{path}: cannot open the video")
+    fps = capture.get(cv2.CAP_PROP_FPS)
+    frames = []
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        frames.append(frame[:, :, ::-1])
+    capture.release()
+    if not frames:
+        raise ValueError(f"{path}: no frames")
+    return np.ascontiguousarray(np.stack(frames)), float(fps)
+
+
+def read_ubfc(folder: Path) -> Recording:
+    folder = Path(folder)
+    frames, fps = read_ubfc_video(folder / "vid.avi")
+    gt = folder / "ground_truth.txt"
+    if not gt.exists():
+        raise FileNotFoundError(f"{gt}: missing UBFC ground truth")
+    rows = [np.array([float(v) for v in line.split()]) for line in gt.read_text().splitlines() if line.strip()]
+    if len(rows) < 3:
+        raise ValueError(f"{gt}: expected 3 lines (PPG, HR, time), found {len(rows)}")
+    wave, hr, times = rows[:3]
+    return Recording(folder.name, frames, wave, times - times[0], np.arange(len(frames)) / fps, hr)
+
+
+def list_ubfc(root: Path) -> list[Path]:
+    root = Path(root)
+    found = [p for p in root.iterdir() if p.is_dir() and (p / "vid.avi").exists()] if root.is_dir() else []
+    return sorted(found, key=lambda p: (int(re.sub(r"\D", "", p.name) or 0), p.name))
+
+
+# ---------------------------------------------------------------- PURE
+def write_pure(folder: Path, frames: np.ndarray, frame_times_ns, wave, pulse_rate, wave_times_ns) -> None:
+    import cv2
+
+    name = folder.name
+    images = folder / name
+    images.mkdir(parents=True, exist_ok=True)
+    for frame, ts in zip(frames, frame_times_ns):
+        cv2.imwrite(str(images / f"Image{int(ts)}.png"), np.ascontiguousarray(frame[:, :, ::-1]))
+    package = [{"Timestamp": int(ts), "Value": {"pulseRate": int(round(float(pr))), "o2saturation": 98,
+                                                  "signalStrength": 4, "waveform": float(wv)}}
+               for ts, pr, wv in zip(wave_times_ns, pulse_rate, wave)]
+    doc = {"/FullPackage": package, "/Image": [{"Timestamp": int(ts)} for ts in frame_times_ns]}
+    (folder / f"{name}.json").write_text(json.dumps(doc))
+
+
+def read_pure(folder: Path) -> Recording:
+    import cv2
+
+    folder = Path(folder)
+    name = folder.name
+    pngs = sorted((folder / name).glob("Image*.png"), key=lambda p: int(re.sub(r"\D", "", p.stem)))
+    if not pngs:
+        raise FileNotFoundError(f"{folder / name}: no Image*.png frames")
+    frames = []
+    for p in pngs:
+        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
+        if img is None:
+            raise ValueError(f"{p}: unreadable PNG")
+        frames.append(img[:, :, ::-1])
+    doc_path = folder / f"{name}.json"
+    if not doc_path.exists():
+        raise FileNotFoundError(f"{doc_path}: missing PURE label file")
+    doc = json.loads(doc_path.read_text())
+    package = doc["/FullPackage"]
+    wave = np.array([float(p["Value"]["waveform"]) for p in package])
+    rate = np.array([float(p["Value"]["pulseRate"]) for p in package])
+    wave_ns = np.array([int(p["Timestamp"]) for p in package], dtype=np.int64)
+    frame_ns = np.array([int(re.sub(r"\D", "", p.stem)) for p in pngs], dtype=np.int64)
+    t0 = min(wave_ns[0], frame_ns[0])
+    return Recording(name, np.ascontiguousarray(np.stack(frames)), wave, (wave_ns - t0) / 1e9,
+                     (frame_ns - t0) / 1e9, rate)
+
+
+def list_pure(root: Path) -> list[Path]:
+    root = Path(root)
+    found = [p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"\d+-\d+", p.name)] if root.is_dir() else []
+    return sorted(found, key=lambda p: tuple(int(x) for x in p.name.split("-")))
+
+
+READERS = {"ubfc": (list_ubfc, read_ubfc), "pure": (list_pure, read_pure)}
+
+
+def read_dataset(root: Path, fmt: str) -> list[Recording]:
+    if fmt not in READERS:
+        raise ValueError(f"unknown dataset format '{fmt}'; known: {', '.join(READERS)}")
+    lister, reader = READERS[fmt]
+    folders = lister(Path(root))
+    if not folders:
+        raise FileNotFoundError(f"{root}: no {fmt.upper()} recordings found")
+    return [reader(f) for f in folders]

@@ -1,0 +1,297 @@
+"""The steps the CLI calls for apexphys: generate -> preprocess -> train -> figures.
+
+generate: synthetic domains written as UBFC-rPPG / PURE folders (or, with real data, the
+dataset folders checked and listed). preprocess: every recording read back through the
+format loaders, face-cropped, resized and normalised, cached; GREEN, CHROM and POS scored on
+the test clips. train: one method over the domain sequence, every seed, R matrix and final
+metrics. figures: heatmaps, curves, tables and claims.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from neurips26.core import claims, io, plotting, tracking
+
+
+# ---------------------------------------------------------------- generate
+def generate(params, inputs, out: Path):
+    """Write each synthetic domain in its dataset's on-disk format; list real datasets."""
+    d = params["data"]
+    domains = []
+    if d["source"] == "real":
+        for name in d["order"]:
+            spec = d["real"].get(name)
+            if spec is None:
+                raise ValueError(f"config key 'apexphys.data.real': no dataset named '{name}' (from data.order)")
+            root = Path(spec["data_dir"])
+            if not root.is_dir():
+                raise FileNotFoundError(f"config key 'apexphys.data.real.{name}.data_dir': {root} is not a folder")
+            domains.append({"name": name, "format": spec["format"], "root": str(root), "split": "fraction"})
+        io.write_json(out / "manifest.json", {"source": "real", "domains": domains})
+        return [out / "manifest.json"]
+    from .formats import write_pure, write_ubfc
+    from .synthetic import render_clip
+
+    by_name = {dom["name"]: dom for dom in d["domains"]}
+    n_clips = d["train_clips"] + d["test_clips"]
+    for di, name in enumerate(d["order"]):
+        dom = by_name[name]
+        root = out / name
+        if root.exists():
+            shutil.rmtree(root)
+        for k in range(n_clips):
+            clip = render_clip(dom, d["frames"], d["fps"], d["frame_size"], seed=d["seed"] * 100_003 + 1_009 * di + k,
+                               hr_range=tuple(d["hr_range"]), hr_drift=d["hr_drift_bpm"])
+            if dom["format"] == "ubfc":
+                write_ubfc(root / f"subject{k + 1}", clip.frames, clip.wave, clip.heart_rate, clip.wave_times, d["fps"])
+            else:
+                t0 = 1_392_643_993_642_815_000
+                write_pure(root / f"{di + 1:02d}-{k + 1:02d}", clip.frames,
+                           t0 + np.round(clip.frame_times * 1e9).astype(np.int64), clip.wave, clip.heart_rate,
+                           t0 + np.round(clip.wave_times * 1e9).astype(np.int64))
+        domains.append({"name": name, "format": dom["format"], "root": name, "split": "count",
+                        "train_clips": d["train_clips"], "test_clips": d["test_clips"]})
+        print(f"generated {name}: {n_clips} clips in {dom['format'].upper()} format", flush=True)
+    io.write_json(out / "manifest.json", {"source": "synthetic", "domains": domains})
+    return [out / "manifest.json"]
+
+
+# ---------------------------------------------------------------- preprocess
+def preprocess(params, inputs, out: Path):
+    """Read every recording through its format's loader; cache normalised clips; score GREEN/CHROM/POS."""
+    import torch
+
+    from . import signals
+    from .formats import READERS
+    from .preprocess import process_recording
+
+    p, band = params["preprocess"], params["heart_rate"]
+    raw = inputs["raw"]
+    manifest = io.read_json(raw / "manifest.json")
+    fps = params["data"]["fps"]
+    tensors, index, unsup = {}, {}, {}
+    for dom in manifest["domains"]:
+        root = Path(dom["root"]) if manifest["source"] == "real" else raw / dom["root"]
+        lister, reader = READERS[dom["format"]]
+        folders = lister(root)
+        if not folders:
+            raise FileNotFoundError(f"{root}: no {dom['format'].upper()} recordings found")
+        if dom["split"] == "count":
+            n_train = dom["train_clips"]
+        else:
+            n_train = max(1, int(round(len(folders) * (1 - params["data"]["test_fraction"]))))
+        processed = [process_recording(reader(f), p["size"], p["face_detector"], p["max_frames"]) for f in folders]
+        length = min(len(r["y"]) for r in processed)
+        length -= length % p["chunk_length"]
+        if length < p["chunk_length"]:
+            raise ValueError(f"{root}: recordings shorter than preprocess.chunk_length {p['chunk_length']}")
+        x = torch.from_numpy(np.stack([r["x"][:, :length] for r in processed])).half()
+        y = torch.from_numpy(np.stack([r["y"][:length] for r in processed]))
+        name = dom["name"]
+        tensors[f"{name}/train_x"], tensors[f"{name}/train_y"] = x[:n_train], y[:n_train]
+        tensors[f"{name}/test_x"], tensors[f"{name}/test_y"] = x[n_train:], y[n_train:]
+        gt = [signals.heart_rate(r["y"][:length], fps, band["low_hz"], band["high_hz"]) for r in processed[n_train:]]
+        scores = {}
+        for method, fn in signals.UNSUPERVISED.items():
+            pred = [signals.heart_rate(fn(r["rgb"][:length], fps), fps, band["low_hz"], band["high_hz"])
+                    for r in processed[n_train:]]
+            scores[method] = {"pred_hr": pred, "mae": float(np.mean(np.abs(np.array(pred) - np.array(gt))))}
+        unsup[name] = {"gt_hr": gt, **scores}
+        index[name] = {"format": dom["format"], "train_clips": n_train, "test_clips": len(processed) - n_train,
+                       "frames": length, "face_boxes": [list(map(int, r["box"])) for r in processed]}
+        print(f"preprocessed {name}: {len(processed)} recordings, {length} frames; unsupervised MAE "
+              + ", ".join(f"{m} {scores[m]['mae']:.2f}" for m in scores), flush=True)
+        tracking.active().log_metrics({f"unsupervised/{name}/{m}_mae": s["mae"] for m, s in scores.items()})
+    io.save_tensors(out / "clips.safetensors", tensors)
+    io.write_json(out / "index.json", {"order": [d["name"] for d in manifest["domains"]], "fps": fps, "domains": index})
+    io.write_json(out / "unsupervised.json", unsup)
+    return [out / "index.json", out / "unsupervised.json"]
+
+
+# ---------------------------------------------------------------- train
+def _load_domains(folder: Path, chunk_length: int, stride: int):
+    from .continual import chunks_of
+
+    tensors = io.load_tensors(folder / "clips.safetensors")
+    index = io.read_json(folder / "index.json")
+    domains = []
+    for name in index["order"]:
+        train_x = tensors[f"{name}/train_x"].float()
+        train_x, train_y = chunks_of(train_x, tensors[f"{name}/train_y"], chunk_length, stride)
+        domains.append({"name": name, "train_x": train_x, "train_y": train_y,
+                        "test_x": list(tensors[f"{name}/test_x"].float()), "test_y": list(tensors[f"{name}/test_y"])})
+    return domains, index
+
+
+def train(params, inputs, out: Path):
+    """One method over the domain sequence, for every seed: R matrix, forgetting, final metrics."""
+    import torch
+
+    from .continual import run_protocol
+
+    band = params["heart_rate"]
+    t = params["train"] | {"chunk_length": params["preprocess"]["chunk_length"]}
+    domains, index = _load_domains(inputs["data"], t["chunk_length"], t["train_stride"])
+    settings = params["variant_settings"]
+    results, timing = {}, {}
+    for seed in params["seeds"]:
+        for old in out.glob("seed*/task*"):
+            shutil.rmtree(old)  # a rerun starts afresh: branch structure and buffers are not in checkpoints
+        torch.manual_seed(seed)
+        started = time.perf_counter()
+        results[str(seed)] = run_protocol(domains, settings["kind"], settings, t, params["model"], seed,
+                                          out / f"seed{seed}", params | {"seed_run": seed}, index["fps"],
+                                          (band["low_hz"], band["high_hz"]))
+        timing[str(seed)] = time.perf_counter() - started
+        fin = results[str(seed)]["final"]
+        tracking.active().log_metrics({f"seed{seed}/final_mae": fin["mae"], f"seed{seed}/bwt": results[str(seed)]["bwt"]})
+    for old in out.glob("seed*"):
+        shutil.rmtree(old)
+    metrics = {"variant": params["variant"], "kind": settings["kind"], "domains": index["order"],
+               "seeds": results}
+    io.write_json(out / "metrics.json", metrics)
+    io.write_json(out / "timing.json", {"seconds_per_seed": timing})
+    return [out / "metrics.json", out / "timing.json"]
+
+
+# ---------------------------------------------------------------- figures
+LABELS = {"finetune": "Fine-tuning", "joint": "Joint (upper bound)", "ewc": "EWC", "lwf": "LwF",
+          "replay": "Replay", "apexphys": "ApexPhys", "apexphys_no_bcrp": "ApexPhys w/o BCRP",
+          "apexphys_no_hes": "ApexPhys w/o HES", "apexphys_no_pgp": "ApexPhys w/o PGP"}
+CL_BASELINES = ("finetune", "ewc", "lwf", "replay")
+COLOURS = {"finetune": "#7f7f7f", "joint": "#2ca02c", "ewc": "#1f77b4", "lwf": "#9467bd", "replay": "#ff7f0e",
+           "apexphys": "#d62728", "apexphys_no_bcrp": "#17becf", "apexphys_no_hes": "#8c564b",
+           "apexphys_no_pgp": "#e377c2"}
+
+
+def figures(params, inputs, out: Path):
+    variants, seeds, scale = params["run_variants"], params["seeds"], params["scale"]
+    runs = {v: io.read_json(inputs["evals"] / v / "metrics.json") for v in variants}
+    unsup = io.read_json(inputs["data"] / "unsupervised.json")
+    order = runs[variants[0]]["domains"]
+    n = len(order)
+    figdir = out / "figures"
+
+    def per_seed(v, fn):
+        return [fn(runs[v]["seeds"][str(s)]) for s in seeds]
+
+    # R-matrix heatmaps, mean over seeds, side by side
+    import matplotlib
+
+    cols = min(len(variants), 5)
+    rows = (len(variants) + cols - 1) // cols
+    fig, axes = plotting.figure(ncols=cols, nrows=rows, width=2.9, height=2.9)
+    stacked = {v: np.mean([runs[v]["seeds"][str(s)]["R"] for s in seeds], axis=0) for v in variants}
+    vmax = max(float(m.max()) for m in stacked.values())
+    for i, ax in enumerate(axes.flat):
+        if i >= len(variants):
+            ax.set_axis_off()
+            continue
+        v = variants[i]
+        im = ax.imshow(stacked[v], cmap="viridis_r", vmin=0, vmax=vmax)
+        for a in range(n):
+            for b in range(n):
+                ax.text(b, a, f"{stacked[v][a, b]:.1f}", ha="center", va="center", fontsize=6,
+                        color="white" if stacked[v][a, b] > vmax / 2 else "black")
+        ax.set_xticks(range(n), [f"D{j}" for j in range(n)])
+        ax.set_yticks(range(n), [f"D{j}" for j in range(n)])
+        if i >= len(variants) - cols:
+            ax.set_xlabel("evaluated domain j")
+        if i % cols == 0:
+            ax.set_ylabel("after task i")
+        ax.set_title(f"{LABELS.get(v, v)} (n={len(seeds)})", fontsize=9)
+        ax.grid(False)
+    fig.suptitle(f"apexphys: R[i, j] = HR MAE on domain j after task i, mean over seeds ({scale} scale)\n"
+                 + ", ".join(f"D{j} = {name}" for j, name in enumerate(order)), fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.92, 1))
+    cax = fig.add_axes((0.935, 0.15, 0.015, 0.7))
+    fig.colorbar(im, cax=cax, label="MAE (bpm), lower is better")
+    path = figdir / "r_matrices.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    from neurips26.core.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+    matplotlib.pyplot.close(fig)
+
+    # average MAE over seen domains after each task: methods vs baselines, and the ablations
+    fig, axes = plotting.figure(ncols=2, width=6.2, height=4.4)
+    xs = list(range(1, n + 1))
+    panels = (("ApexPhys against the baselines", [v for v in variants if not v.startswith("apexphys_")]),
+              ("ApexPhys against its ablations", [v for v in variants if v.startswith("apexphys")]))
+    for ax, (title, group) in zip(axes[0], panels):
+        for v in group:
+            plotting.mean_band(ax, xs, per_seed(v, lambda r: r["seen_mae_after_task"]), LABELS.get(v, v),
+                               COLOURS.get(v))
+        for method, style in (("POS", ":"), ("CHROM", "-.")):
+            ref = [np.mean([unsup[name][method]["mae"] for name in order[:i]]) for i in xs]
+            ax.plot(xs, ref, style, color="grey", label=f"{method} (unsupervised)")
+        ax.set_xticks(xs, [f"{i}: {order[i - 1]}" for i in xs], rotation=20, fontsize=7)
+        ax.set_xlabel("task (domain just trained on)")
+        ax.set_ylabel("mean HR MAE over seen domains (bpm)")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"apexphys: average MAE after each task ({scale} scale; line = mean, band = min-max over seeds)",
+                 fontsize=10)
+    plotting.save(fig, figdir / "avg_mae_per_task.png")
+
+    # table
+    table = []
+    for v in variants:
+        table.append({
+            "method": v,
+            "final_mae_bpm": claims.fmt(per_seed(v, lambda r: r["final"]["mae"])),
+            "final_rmse_bpm": claims.fmt(per_seed(v, lambda r: r["final"]["rmse"])),
+            "final_mape_pct": claims.fmt(per_seed(v, lambda r: r["final"]["mape"])),
+            "final_pearson": claims.fmt(per_seed(v, lambda r: r["final"]["pearson"])),
+            "bwt_bpm": claims.fmt(per_seed(v, lambda r: r["bwt"])),
+            "plasticity_mae_bpm": claims.fmt(per_seed(v, lambda r: r["plasticity_mae"])),
+            "branches": claims.fmt(per_seed(v, lambda r: r["branches"])),
+        })
+    for method in ("GREEN", "CHROM", "POS"):
+        pred = np.concatenate([unsup[name][method]["pred_hr"] for name in order])
+        gt = np.concatenate([unsup[name]["gt_hr"] for name in order])
+        table.append({"method": f"{method} (unsupervised)",
+                      "final_mae_bpm": f"{np.mean([unsup[name][method]['mae'] for name in order]):.3g}",
+                      "final_rmse_bpm": f"{np.sqrt(np.mean((pred - gt) ** 2)):.3g}",
+                      "final_mape_pct": f"{np.mean(np.abs(pred - gt) / gt) * 100:.3g}",
+                      "final_pearson": f"{np.corrcoef(pred, gt)[0, 1]:.3g}" if pred.std() > 0 else "n/a",
+                      "bwt_bpm": "", "plasticity_mae_bpm": "", "branches": ""})
+    io.write_csv(out / "summary.csv", table)
+
+    # claims
+    P = "apexphys"
+    final = {v: per_seed(v, lambda r: r["final"]["mae"]) for v in variants}
+    bwt = {v: per_seed(v, lambda r: r["bwt"]) for v in variants}
+    plastic = {v: per_seed(v, lambda r: r["plasticity_mae"]) for v in variants}
+    baselines = [v for v in CL_BASELINES if v in variants]
+    rows = []
+    if baselines:
+        best_bwt = min(baselines, key=lambda v: np.mean(bwt[v]))
+        best_final = min(baselines, key=lambda v: np.mean(final[v]))
+        best_plastic = min(baselines, key=lambda v: np.mean(plastic[v]))
+        rows += [
+            claims.row(P, "ApexPhys forgets less than continual-learning baselines",
+                       "backward transfer: mean MAE increase on earlier domains (bpm), lower is better",
+                       "apexphys", bwt["apexphys"], best_bwt, bwt[best_bwt], False, scale, "r_matrices.png"),
+            claims.row(P, "ApexPhys has the lowest final average MAE among continual methods",
+                       "final MAE averaged over domains (bpm), lower is better",
+                       "apexphys", final["apexphys"], best_final, final[best_final], False, scale, "avg_mae_per_task.png"),
+            claims.row(P, "ApexPhys adapts robustly to each new domain",
+                       "mean R[i, i], MAE on the domain just learned (bpm), lower is better",
+                       "apexphys", plastic["apexphys"], best_plastic, plastic[best_plastic], False, scale, "r_matrices.png"),
+        ]
+    for part in ("bcrp", "hes", "pgp"):
+        ablation = f"apexphys_no_{part}"
+        if ablation in variants:
+            rows.append(claims.row(P, f"{part.upper()} improves ApexPhys (ablation)",
+                                   "final MAE averaged over domains (bpm), lower is better",
+                                   "apexphys", final["apexphys"], ablation, final[ablation], False, scale,
+                                   "avg_mae_per_task.png"))
+    claims.write_claims(out / "claims.csv", rows)
+    return [*(figdir / f for f in ("r_matrices.png", "avg_mae_per_task.png")), out / "summary.csv", out / "claims.csv"]
