@@ -159,7 +159,7 @@ def train_classifier(net: nn.Module, tensors: tuple, out: Path, params: dict, st
 
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*tensors), batch_size=batch_size,
                                          shuffle=True, drop_last=True, generator=generator(seed))
-    trainer, resume = make_trainer(out, params, steps, checkpoint_every=steps, log_every_n_steps=max(1, steps // 5))
+    trainer, resume = make_trainer(out, params, steps, checkpoint_every=steps, log_every_n_steps=max(1, min(steps // 5, 10)))
     fit(trainer, _lightning_module()(net, lr, weight_decay), loader, resume)
 
 
