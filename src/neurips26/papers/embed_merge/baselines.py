@@ -28,7 +28,7 @@ import abc
 
 import torch
 
-from .method import EmbeddingSpace, embedding_merge, is_matrix
+from .method import EmbeddingSpace, embedding_update, is_matrix
 
 METHODS: dict[str, type] = {}
 
@@ -44,6 +44,11 @@ def task_vectors(pretrained: dict, finetuned: list[dict]) -> list[dict]:
 
 def _add(pretrained: dict, update: dict, scale: float) -> dict:
     return {k: (w0.double() + scale * update[k]).to(w0.dtype) for k, w0 in pretrained.items()}
+
+
+def apply(pretrained: dict, update: dict, scale: float) -> dict:
+    """theta_0 + scale * update, in the pre-trained dtype."""
+    return _add(pretrained, update, scale)
 
 
 def _flatten(tv: dict, keys: list[str]) -> torch.Tensor:
@@ -68,8 +73,12 @@ class MergeMethod(abc.ABC):
         self.settings = settings
 
     @abc.abstractmethod
-    def merge(self, pretrained: dict, finetuned: list[dict], scale: float) -> dict:
-        """The merged state dict."""
+    def update(self, pretrained: dict, finetuned: list[dict]) -> dict:
+        """The merged update; every method here merges as theta_0 + scale * update."""
+
+    def merge(self, pretrained: dict, finetuned: list[dict], scale: float = 1.0) -> dict:
+        """The merged state dict (the scale is ignored by methods without one)."""
+        return _add(pretrained, self.update(pretrained, finetuned), scale if self.uses_scale else 1.0)
 
 
 @register
@@ -78,9 +87,9 @@ class WeightAveraging(MergeMethod):
     reference = "Wortsman et al., Model soups, ICML 2022"
     uses_scale = False
 
-    def merge(self, pretrained, finetuned, scale=1.0):
+    def update(self, pretrained, finetuned):
         tvs = task_vectors(pretrained, finetuned)
-        return _add(pretrained, {k: torch.stack([tv[k] for tv in tvs]).mean(0) for k in pretrained}, 1.0)
+        return {k: torch.stack([tv[k] for tv in tvs]).mean(0) for k in pretrained}
 
 
 @register
@@ -88,9 +97,9 @@ class TaskArithmetic(MergeMethod):
     name = "task_arithmetic"
     reference = "Ilharco et al., Editing models with task arithmetic, ICLR 2023"
 
-    def merge(self, pretrained, finetuned, scale):
+    def update(self, pretrained, finetuned):
         tvs = task_vectors(pretrained, finetuned)
-        return _add(pretrained, {k: torch.stack([tv[k] for tv in tvs]).sum(0) for k in pretrained}, scale)
+        return {k: torch.stack([tv[k] for tv in tvs]).sum(0) for k in pretrained}
 
 
 def ties_vector(tvs: list[torch.Tensor], keep: float) -> torch.Tensor:
@@ -115,11 +124,10 @@ class TIES(MergeMethod):
     name = "ties"
     reference = "Yadav et al., TIES-Merging: resolving interference when merging models, NeurIPS 2023"
 
-    def merge(self, pretrained, finetuned, scale):
+    def update(self, pretrained, finetuned):
         keys = list(pretrained)
         tvs = [_flatten(tv, keys) for tv in task_vectors(pretrained, finetuned)]
-        merged = ties_vector(tvs, self.settings.get("keep", 0.2))
-        return _add(pretrained, _unflatten(merged, pretrained, keys), scale)
+        return _unflatten(ties_vector(tvs, self.settings.get("keep", 0.2)), pretrained, keys)
 
 
 def dare(tv: torch.Tensor, keep_mask: torch.Tensor, drop: float) -> torch.Tensor:
@@ -132,7 +140,7 @@ class DARE(MergeMethod):
     name = "dare"
     reference = "Yu et al., Language models are Super Mario (DARE), ICML 2024"
 
-    def merge(self, pretrained, finetuned, scale):
+    def update(self, pretrained, finetuned):
         drop = self.settings.get("drop", 0.9)
         g = torch.Generator().manual_seed(int(self.settings.get("seed", 0)))
         keys = list(pretrained)
@@ -142,7 +150,7 @@ class DARE(MergeMethod):
             mask = (torch.rand(flat.shape, generator=g, dtype=torch.float64) >= drop).double()
             part = dare(flat, mask, drop)
             total = part if total is None else total + part
-        return _add(pretrained, _unflatten(total, pretrained, keys), scale)
+        return _unflatten(total, pretrained, keys)
 
 
 def _polar(x: torch.Tensor) -> torch.Tensor:
@@ -172,13 +180,13 @@ class _Spectral(MergeMethod):
     def matrix(self, deltas: list[torch.Tensor]) -> torch.Tensor:
         """The merged update of one weight matrix."""
 
-    def merge(self, pretrained, finetuned, scale):
+    def update(self, pretrained, finetuned):
         tvs = task_vectors(pretrained, finetuned)
         update = {}
         for k, w0 in pretrained.items():
             deltas = [tv[k] for tv in tvs]
             update[k] = self.matrix(deltas) if is_matrix(k, w0) else torch.stack(deltas).mean(0)
-        return _add(pretrained, update, scale)
+        return update
 
 
 @register
@@ -209,8 +217,8 @@ class EmbedMean(MergeMethod):
     name = "embed_mean"
     reference = "this paper: averaging model embeddings in the pre-trained low-rank space"
 
-    def merge(self, pretrained, finetuned, scale):
-        return embedding_merge(pretrained, finetuned, scale, _space(self.settings))
+    def update(self, pretrained, finetuned):
+        return embedding_update(pretrained, finetuned, _space(self.settings))
 
 
 @register
@@ -218,11 +226,11 @@ class EmbedAligned(MergeMethod):
     name = "embed_aligned"
     reference = "this paper: averaging in the aligned subspace of the model embeddings"
 
-    def merge(self, pretrained, finetuned, scale):
+    def update(self, pretrained, finetuned):
         s = self.settings
-        return embedding_merge(pretrained, finetuned, scale, _space(s), aligned=True,
-                               aligned_energy=s.get("aligned_energy", 0.95),
-                               aligned_rescale=s.get("aligned_rescale", True))
+        return embedding_update(pretrained, finetuned, _space(s), aligned=True,
+                                aligned_energy=s.get("aligned_energy", 0.95),
+                                aligned_rescale=s.get("aligned_rescale", True))
 
 
 def make(name: str, settings: dict) -> MergeMethod:

@@ -120,10 +120,10 @@ def aligned_mean(embeddings: list[torch.Tensor], energy: float, basis: str, resc
     return merged
 
 
-def embedding_merge(pretrained: dict, finetuned: list[dict], scale: float, space: EmbeddingSpace,
-                    aligned: bool = False, aligned_energy: float = 0.95, aligned_rescale: bool = True) -> dict:
-    """W0 + scale * U_r (mean or aligned mean of E_t) V_r^T for matrices; W0 + scale * mean(dW_t) elsewhere."""
-    merged = {}
+def embedding_update(pretrained: dict, finetuned: list[dict], space: EmbeddingSpace,
+                     aligned: bool = False, aligned_energy: float = 0.95, aligned_rescale: bool = True) -> dict:
+    """U_r (mean or aligned mean of E_t) V_r^T for matrices; mean(dW_t) elsewhere (float64)."""
+    updates = {}
     for name, w0 in pretrained.items():
         deltas = [ft[name].double() - w0.double() for ft in finetuned]
         if is_matrix(name, w0):
@@ -133,8 +133,15 @@ def embedding_merge(pretrained: dict, finetuned: list[dict], scale: float, space
             update = unembed(e, u, v, space.basis)
         else:
             update = torch.stack(deltas).mean(0)
-        merged[name] = (w0.double() + scale * update).to(w0.dtype)
-    return merged
+        updates[name] = update
+    return updates
+
+
+def embedding_merge(pretrained: dict, finetuned: list[dict], scale: float, space: EmbeddingSpace,
+                    aligned: bool = False, aligned_energy: float = 0.95, aligned_rescale: bool = True) -> dict:
+    """W0 + scale * embedding_update(...)."""
+    update = embedding_update(pretrained, finetuned, space, aligned, aligned_energy, aligned_rescale)
+    return {k: (w0.double() + scale * update[k]).to(w0.dtype) for k, w0 in pretrained.items()}
 
 
 def subspace_share(pretrained: dict, finetuned: dict, space: EmbeddingSpace) -> dict:

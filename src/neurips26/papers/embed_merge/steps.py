@@ -183,7 +183,7 @@ def merge(params, inputs, out: Path):
             out_acc[n] = models.accuracy(nets[n], *data[n][split])
         return out_acc
 
-    individual = {n: accuracies(finetuned[n], [n], s)[n] for n in names for s in ("test",)}
+    individual = {n: accuracies(finetuned[n], [n], "test")[n] for n in names}
     individual_val = {n: accuracies(finetuned[n], [n], "val")[n] for n in names}
     zero = accuracies(pretrained, names, "test")
     results = {}
@@ -194,8 +194,9 @@ def merge(params, inputs, out: Path):
         for count in v["task_counts"]:
             subset = names[:count]
             best = None
+            update = merger.update(pretrained, [finetuned[n] for n in subset])  # merged = theta_0 + scale * update
             for scale in grid:
-                merged = merger.merge(pretrained, [finetuned[n] for n in subset], scale)
+                merged = baselines.apply(pretrained, update, scale)
                 val = accuracies(merged, subset, "val")
                 score = sum(val[n] / max(individual_val[n], 1e-9) for n in subset) / len(subset)
                 if best is None or score > best[0] + 1e-12:
