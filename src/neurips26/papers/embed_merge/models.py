@@ -81,19 +81,18 @@ def load_minilm(path: str | Path | None = None):
 @torch.no_grad()
 def minilm_hidden(tok, model, sentences: list[str], first_trained: int, max_length: int, batch_size=256):
     """Hidden states entering layer `first_trained` (the frozen lower layers run once) and the
-    attention masks, padded to `max_length`."""
-    hs, masks = [], []
+    attention masks, padded to the longest sentence (at most `max_length` tokens)."""
+    enc = tok(sentences, padding="longest", truncation=True, max_length=max_length, return_tensors="pt")
+    hs = []
     for i in range(0, len(sentences), batch_size):
-        b = tok(sentences[i:i + batch_size], padding="max_length", truncation=True, max_length=max_length,
-                return_tensors="pt")
-        h = model.embeddings(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"])
-        ext = _extended(b["attention_mask"])
+        ids, types = enc["input_ids"][i:i + batch_size], enc["token_type_ids"][i:i + batch_size]
+        h = model.embeddings(input_ids=ids, token_type_ids=types)
+        ext = _extended(enc["attention_mask"][i:i + batch_size])
         for layer in model.encoder.layer[:first_trained]:
             h = layer(h, attention_mask=ext)
             h = h[0] if isinstance(h, tuple) else h
         hs.append(h)
-        masks.append(b["attention_mask"])
-    return torch.cat(hs), torch.cat(masks)
+    return torch.cat(hs), enc["attention_mask"]
 
 
 def _extended(mask: torch.Tensor) -> torch.Tensor:
