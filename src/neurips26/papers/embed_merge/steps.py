@@ -258,8 +258,9 @@ def figures(params, inputs, out: Path):
                 ys = [[r["merges"][m][str(c)][key] for c in counts] for r in runs[v]]
                 plotting.mean_band(ax, counts, ys, LABELS.get(m, m), COLOURS.get(m))
             ax.set_xlabel("number of merged tasks")
+            ax.set_xticks(counts)
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{v}: {key.replace('mean_', 'mean ')} vs tasks merged ({scale}, n={len(seeds)} seeds)")
+            ax.set_title(f"{v}: {'normalised' if row == 0 else 'absolute'} accuracy ({scale}, {len(seeds)} seeds)")
             if row == 0 and col == 0:
                 ax.legend(fontsize=7)
     plotting.save(fig, figdir / "accuracy_vs_tasks.png")
@@ -278,7 +279,7 @@ def figures(params, inputs, out: Path):
                 ax.plot([x] * len(c), c, "k.", ms=2)
         ax.set_xticks(range(len(names)), [n.replace("_", "\n") for n in names], fontsize=7)
         ax.set_ylabel("normalised accuracy")
-        ax.set_title(f"{v}: per-task normalised accuracy, all {full} tasks merged (bars: mean, dots: seeds)")
+        ax.set_title(f"{v}: per-task normalised accuracy, all {full} tasks merged (bars: mean, dots: seeds)", fontsize=9)
         ax.axhline(1.0, ls="--", color="#888888", lw=1)
         if row == 0:
             ax.legend(fontsize=6, ncol=4)
@@ -296,7 +297,7 @@ def figures(params, inputs, out: Path):
         plotting.mean_band(ax, xs, chance, "random subspace of the same size", "#7f7f7f")
         ax.set_xlabel("rank r / full rank of each pre-trained matrix")
         ax.set_ylabel("share of update energy in U_r U_r^T dW V_r V_r^T")
-        ax.set_title(f"{v}: task updates inside the pre-trained low-rank space (n={len(seeds)} seeds)")
+        ax.set_title(f"{v}: update energy in the pre-trained space ({len(seeds)} seeds)")
         ax.legend(fontsize=7)
     plotting.save(fig, figdir / "subspace_share.png")
 
