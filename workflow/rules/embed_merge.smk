@@ -2,17 +2,18 @@
 # train (domain x seed: pre-train + fine-tune every task) -> merge (domain x seed) -> figures
 EM = "results/embed_merge"
 EM_FIGURES = ["accuracy_vs_tasks", "per_task", "subspace_share"]
-
-
-def embed_merge_checkpoint_paths(wildcards):
-    """The released checkpoints a clip domain reads (none for the domains trained here)."""
-    v = config["embed_merge"]["variants"][wildcards.variant]
-    return [v[k] for k in ("pretrained_dir", "finetuned_dir", "heads_dir", "data_dir") if v.get(k)]
+# the released checkpoints and data the clip domains read (none for the domains trained here)
+EM_CHECKPOINTS = sorted({
+    path
+    for name in config["embed_merge"]["run_variants"]
+    for key, path in config["embed_merge"]["variants"][name].items()
+    if key in ("pretrained_dir", "finetuned_dir", "heads_dir", "data_dir") and path
+})
 
 
 rule embed_merge_train:
     input:
-        embed_merge_checkpoint_paths,
+        EM_CHECKPOINTS,
     output:
         pretrained=f"{EM}/train/{{variant}}/seed{{seed}}/pretrained.safetensors",
         info=f"{EM}/train/{{variant}}/seed{{seed}}/train.json",
@@ -40,7 +41,7 @@ rule embed_merge_train:
 
 rule embed_merge_merge:
     input:
-        embed_merge_checkpoint_paths,
+        EM_CHECKPOINTS,
         info=rules.embed_merge_train.output.info,
         pretrained=rules.embed_merge_train.output.pretrained,
     output:
