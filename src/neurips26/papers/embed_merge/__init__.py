@@ -1,0 +1,36 @@
+"""Model merging in a low-rank model embedding space (embed_merge)."""
+
+TITLE = "Model merging in a low-rank model embedding space"
+STEPS = ("train", "merge", "figures")
+
+_KNOWN_METHODS = ("weight_averaging", "task_arithmetic", "ties", "dare", "tsv_merge", "iso_c",
+                  "embed_mean", "embed_aligned")
+
+
+def check_config(block: dict) -> list[str]:
+    """Cross-field checks the schema cannot express; returns 'key: problem' strings."""
+    problems = []
+    for name in block.get("run_variants", []):
+        if name not in block.get("variants", {}):
+            problems.append(f"run_variants: '{name}' is not defined under embed_merge.variants")
+    for name, v in block.get("variants", {}).items():
+        counts, task_list = v.get("task_counts", []), v.get("tasks", [])
+        if counts and (max(counts) > len(task_list) or min(counts) < 1):
+            problems.append(f"variants.{name}.task_counts: each must be in 1..{len(task_list)} (the tasks listed)")
+        if counts != sorted(counts):
+            problems.append(f"variants.{name}.task_counts: must increase, got {counts}")
+        if v.get("kind") == "vision":
+            m, d = v.get("model", {}), v.get("data", {})
+            if d.get("image_size", 0) % max(1, m.get("patch", 1)):
+                problems.append(f"variants.{name}.model.patch: image_size {d.get('image_size')} is not divisible "
+                                f"by patch {m.get('patch')}")
+            if m.get("dim", 0) % max(1, m.get("heads", 1)):
+                problems.append(f"variants.{name}.model.dim: {m.get('dim')} is not divisible by heads {m.get('heads')}")
+    merge = block.get("merge", {})
+    for m in merge.get("methods", []):
+        if m not in _KNOWN_METHODS:
+            problems.append(f"merge.methods: unknown method '{m}'; known: {', '.join(_KNOWN_METHODS)}")
+    for m in merge.get("scales", {}):
+        if m not in _KNOWN_METHODS:
+            problems.append(f"merge.scales: unknown method '{m}'")
+    return problems

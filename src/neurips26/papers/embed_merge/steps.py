@@ -1,0 +1,358 @@
+"""The steps the CLI calls for embed_merge: train -> merge -> figures.
+
+`train` (one job per domain and seed) pre-trains the ViT and fine-tunes it on every image
+task, or fine-tunes the upper layers of all-MiniLM-L6-v2 on every text task, or (paper scale)
+reads released CLIP checkpoints; `merge` merges the first n tasks with every method, picks each
+method's scale on the validation splits and reports test accuracy; `figures` writes the plots,
+tables and claims.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import torch
+
+from neurips26.core import claims, io, plotting, tracking
+
+from . import baselines, method, models, tasks
+
+BACKBONE, HEAD = "backbone.", "head."
+
+
+def _split_sizes(d: dict) -> dict:
+    return {"train": d["train_size"], "val": d["val_size"], "test": d["test_size"]}
+
+
+def _task_seed(seed: int, index: int) -> int:
+    return 1000 * (seed + 1) + index
+
+
+def _state(net: models.Classifier) -> dict:
+    return {k: v.detach().clone().contiguous() for k, v in net.state_dict().items()}
+
+
+def _backbone(state: dict) -> dict:
+    return {k[len(BACKBONE):]: v for k, v in state.items() if k.startswith(BACKBONE)}
+
+
+def _head(state: dict) -> dict:
+    return {k[len(HEAD):]: v for k, v in state.items() if k.startswith(HEAD)}
+
+
+# ---------------------------------------------------------------- data and models per domain
+class Domain:
+    """What train and merge need of one domain: the backbone, the tasks' data and heads."""
+
+    def __init__(self, v: dict, seed: int):
+        self.v, self.seed, self.kind = v, seed, v["kind"]
+        self._minilm = None
+
+    # vision --------------------------------------------------------
+    def vit(self) -> models.TinyViT:
+        m, d = self.v["model"], self.v["data"]
+        return models.TinyViT(d["image_size"], m["patch"], 3, m["dim"], m["depth"], m["heads"], m["mlp_ratio"])
+
+    # language ------------------------------------------------------
+    def minilm(self):
+        if self._minilm is None:
+            self._minilm = models.load_minilm(self.v.get("encoder_dir"))
+        return self._minilm
+
+    def first_trained(self) -> int:
+        n = len(self.minilm()[1].encoder.layer)
+        k = self.v["trained_layers"]
+        if not 1 <= k <= n:
+            raise ValueError(f"config key 'embed_merge.variants.<language>.trained_layers': {k} not in 1..{n}")
+        return n - k
+
+    # shared ----------------------------------------------------------
+    def features(self) -> int:
+        if self.kind == "vision":
+            return self.v["model"]["dim"]
+        return self.minilm()[1].config.hidden_size
+
+    def new_backbone(self) -> torch.nn.Module:
+        if self.kind == "vision":
+            return self.vit()
+        return models.MiniLMTop(copy.deepcopy(self.minilm()[1].encoder.layer[self.first_trained():]))
+
+    def task(self, index: int, name: str, splits=("train", "val", "test")) -> tuple[dict, int]:
+        """{split: (inputs, labels)} with inputs a tensor (images) or a (hidden, mask) pair."""
+        seed = _task_seed(self.seed, index)
+        if self.kind == "vision":
+            data, classes = tasks.vision_task(name, self.v["data"]["image_size"], _split_sizes(self.v["data"]), seed)
+            return {s: data[s] for s in splits}, classes
+        data, classes = tasks.text_task(name, _split_sizes(self.v["data"]), seed)
+        tok, model = self.minilm()
+        out = {}
+        for s in splits:
+            hidden, mask = models.minilm_hidden(tok, model, data[s][0], self.first_trained(), self.v["data"]["max_length"])
+            out[s] = ((hidden, mask), data[s][1])
+        return out, classes
+
+
+def _tensors(inputs, labels) -> tuple:
+    return (*inputs, labels) if isinstance(inputs, tuple) else (inputs, labels)
+
+
+# ---------------------------------------------------------------- train
+def train(params, inputs, out: Path):
+    """Pre-train (vision) and fine-tune one model per task; save backbones and heads."""
+    v, seed = params["variant_settings"], params["seed"]
+    if v["kind"] == "clip":
+        from .clip import index_checkpoints
+
+        return index_checkpoints(v, out)
+    dom = Domain(v, seed)
+    info = {"variant": params["variant"], "seed": seed, "kind": v["kind"], "tasks": {}}
+    if v["kind"] == "vision":
+        pt = v["pretrain"]
+        x, y = tasks.pretraining_set(v["data"]["pretrain_size"], v["data"]["image_size"], seed)
+        net = models.Classifier(dom.vit(), dom.features(), 10)
+        models.train_classifier(net, (x, y), out / "runs" / "pretrain", params, pt["steps"], pt["batch_size"],
+                                pt["lr"], pt["weight_decay"], seed)
+        xt, yt = tasks.pretraining_set(1000, v["data"]["image_size"], seed + 7919)
+        info["pretrain_accuracy"] = models.accuracy(net, xt, yt)
+        pretrained = _backbone(_state(net))
+        print(f"pretrain: held-out shape accuracy {info['pretrain_accuracy']:.3f}", flush=True)
+    else:
+        pretrained = {k: t.detach().clone().contiguous() for k, t in dom.new_backbone().state_dict().items()}
+        info["trained_layers"] = v["trained_layers"]
+    io.save_tensors(out / "pretrained.safetensors", pretrained)
+    ft = v["finetune"]
+    for i, name in enumerate(v["tasks"]):
+        data, classes = dom.task(i, name)
+        backbone = dom.new_backbone()
+        backbone.load_state_dict(pretrained)
+        net = models.Classifier(backbone, dom.features(), classes)
+        models.train_classifier(net, _tensors(*data["train"]), out / "runs" / name, params, ft["steps"],
+                                ft["batch_size"], ft["lr"], ft["weight_decay"], seed)
+        io.save_tensors(out / "finetuned" / f"{name}.safetensors", _state(net), metadata={"classes": str(classes)})
+        acc = {s: models.accuracy(net, *data[s]) for s in ("val", "test")}
+        info["tasks"][name] = {"classes": classes, **acc}
+        tracking.active().log_metrics({f"finetuned/{name}/test_accuracy": acc["test"]})
+        print(f"{name}: fine-tuned test accuracy {acc['test']:.3f}", flush=True)
+    shutil.rmtree(out / "runs", ignore_errors=True)  # Lightning checkpoints; the weights are saved above
+    io.write_json(out / "train.json", info)
+
+
+# ---------------------------------------------------------------- merge
+def _space(m: dict) -> method.EmbeddingSpace:
+    return method.EmbeddingSpace(basis=m["basis"], rank_mode=m["rank_mode"], rank_energy=m["rank_energy"],
+                                 rank_fraction=m["rank_fraction"], rank=m["rank"])
+
+
+def _method_settings(name: str, params: dict) -> dict:
+    g, m = params["merge"], params["method"]
+    if name == "ties":
+        return {"keep": g["ties_keep"]}
+    if name == "dare":
+        return {"drop": g["dare_drop"], "seed": params["seed"]}
+    if name.startswith("embed"):
+        return dict(m)
+    return {}
+
+
+def merge(params, inputs, out: Path):
+    """Every method on the first n tasks, n in task_counts; scale picked on validation."""
+    v, seed, g = params["variant_settings"], params["seed"], params["merge"]
+    dom = Domain(v, seed)
+    if v["kind"] == "clip":
+        from .clip import ClipDomain
+
+        dom = ClipDomain(v, seed)
+    names = list(v["tasks"])
+    src = inputs["train"]
+    pretrained = io.load_tensors(src / "pretrained.safetensors")
+    states = {n: io.load_tensors(src / "finetuned" / f"{n}.safetensors") for n in names}
+    finetuned = {n: _backbone(s) for n, s in states.items()}
+    data, nets = {}, {}
+    for i, n in enumerate(names):
+        data[n], classes = dom.task(i, n, splits=("val", "test"))
+        net = models.Classifier(dom.new_backbone(), dom.features(), classes)
+        net.head.load_state_dict(_head(states[n]))
+        nets[n] = net.eval()
+
+    def accuracies(backbone_state: dict, task_names: list[str], split: str) -> dict:
+        out_acc = {}
+        for n in task_names:
+            nets[n].backbone.load_state_dict(backbone_state)
+            out_acc[n] = models.accuracy(nets[n], *data[n][split])
+        return out_acc
+
+    individual = {n: accuracies(finetuned[n], [n], "test")[n] for n in names}
+    individual_val = {n: accuracies(finetuned[n], [n], "val")[n] for n in names}
+    zero = accuracies(pretrained, names, "test")
+    results = {}
+    for mname in g["methods"]:
+        merger = baselines.make(mname, _method_settings(mname, params))
+        grid = g["scales"].get(mname, [1.0]) if merger.uses_scale else [1.0]
+        results[mname] = {}
+        for count in v["task_counts"]:
+            subset = names[:count]
+            best = None
+            update = merger.update(pretrained, [finetuned[n] for n in subset])  # merged = theta_0 + scale * update
+            for scale in grid:
+                merged = baselines.apply(pretrained, update, scale)
+                val = accuracies(merged, subset, "val")
+                score = sum(val[n] / max(individual_val[n], 1e-9) for n in subset) / len(subset)
+                if best is None or score > best[0] + 1e-12:
+                    best = (score, scale, merged)
+            score, scale, merged = best
+            test = accuracies(merged, subset, "test")
+            norm = {n: test[n] / max(individual[n], 1e-9) for n in subset}
+            results[mname][str(count)] = {
+                "scale": scale, "val_normalized": score, "test": test, "normalized": norm,
+                "mean_accuracy": sum(test.values()) / len(test), "mean_normalized": sum(norm.values()) / len(norm)}
+            print(f"{mname} n={count}: scale {scale} abs {results[mname][str(count)]['mean_accuracy']:.3f} "
+                  f"norm {results[mname][str(count)]['mean_normalized']:.3f}", flush=True)
+        full = results[mname][str(v["task_counts"][-1])]
+        tracking.active().log_metrics({f"{mname}/mean_accuracy": full["mean_accuracy"],
+                                       f"{mname}/mean_normalized": full["mean_normalized"]})
+    space = _space(params["method"])
+    share = {n: {k: s for k, s in method.subspace_share(pretrained, finetuned[n], space).items() if k != "layers"}
+             for n in names}
+    curve = {}
+    for frac in g["share_fractions"]:
+        sp = method.EmbeddingSpace(basis=space.basis, rank_mode="fraction", rank_fraction=frac)
+        curve[str(frac)] = {n: {k: s for k, s in method.subspace_share(pretrained, finetuned[n], sp).items()
+                                if k != "layers"} for n in names}
+    layers = method.subspace_share(pretrained, finetuned[names[0]], space)["layers"]
+    metrics = {"variant": params["variant"], "seed": seed, "tasks": names, "task_counts": v["task_counts"],
+               "individual": individual, "pretrained": zero, "merges": results, "subspace_share": share,
+               "share_curve": curve, "ranks": {k: [l["rank"], l["full_rank"]] for k, l in layers.items()}}
+    io.write_json(out / "metrics.json", metrics)
+
+
+# ---------------------------------------------------------------- figures
+LABELS = {"weight_averaging": "weight averaging", "task_arithmetic": "Task Arithmetic", "ties": "TIES",
+          "dare": "DARE", "tsv_merge": "TSV-Merge", "iso_c": "Iso-C", "embed_mean": "embedding mean (ours)",
+          "embed_aligned": "aligned embedding (ours)", "pretrained": "pre-trained (no merge)"}
+COLOURS = {"weight_averaging": "#7f7f7f", "task_arithmetic": "#1f77b4", "ties": "#2ca02c", "dare": "#9467bd",
+           "tsv_merge": "#8c564b", "iso_c": "#e377c2", "embed_mean": "#ff7f0e", "embed_aligned": "#d62728",
+           "pretrained": "#bcbd22"}
+OURS = ("embed_mean", "embed_aligned")
+
+
+def _mean(xs):
+    return sum(xs) / len(xs)
+
+
+def figures(params, inputs, out: Path):
+    variants, seeds, scale = params["run_variants"], params["seeds"], params["scale"]
+    runs = {v: [io.read_json(inputs["merges"] / v / f"seed{s}" / "metrics.json") for s in seeds] for v in variants}
+    figdir = out / "figures"
+    methods = list(runs[variants[0]][0]["merges"])
+
+    # normalised and absolute accuracy against the number of merged tasks
+    fig, axes = plotting.figure(ncols=len(variants), nrows=2)
+    for col, v in enumerate(variants):
+        counts = runs[v][0]["task_counts"]
+        for row, (key, ylabel) in enumerate((("mean_normalized", "normalised accuracy (merged / fine-tuned)"),
+                                             ("mean_accuracy", "absolute test accuracy"))):
+            ax = axes[row, col]
+            for m in methods:
+                ys = [[r["merges"][m][str(c)][key] for c in counts] for r in runs[v]]
+                plotting.mean_band(ax, counts, ys, LABELS.get(m, m), COLOURS.get(m))
+            ax.set_xlabel("number of merged tasks")
+            ax.set_xticks(counts)
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{v}: {'normalised' if row == 0 else 'absolute'} accuracy ({scale}, {len(seeds)} seeds)")
+            if row == 0 and col == 0:
+                ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "accuracy_vs_tasks.png")
+
+    # per-task normalised accuracy with all tasks merged
+    fig, axes = plotting.figure(nrows=len(variants), width=11, height=3.6)
+    for row, v in enumerate(variants):
+        ax = axes[row, 0]
+        names, full = runs[v][0]["tasks"], str(runs[v][0]["task_counts"][-1])
+        width = 0.8 / len(methods)
+        for i, m in enumerate(methods):
+            vals = [[r["merges"][m][full]["normalized"].get(n, float("nan")) for r in runs[v]] for n in names]
+            xs = [j + (i - (len(methods) - 1) / 2) * width for j in range(len(names))]
+            ax.bar(xs, [_mean(c) for c in vals], width, color=COLOURS.get(m), label=LABELS.get(m, m))
+            for x, c in zip(xs, vals):
+                ax.plot([x] * len(c), c, "k.", ms=2)
+        ax.set_xticks(range(len(names)), [n.replace("_", "\n") for n in names], fontsize=7)
+        ax.set_ylabel("normalised accuracy")
+        ax.set_title(f"{v}: per-task normalised accuracy, all {full} tasks merged (bars: mean, dots: seeds)", fontsize=9)
+        ax.axhline(1.0, ls="--", color="#888888", lw=1)
+        if row == 0:
+            ax.legend(fontsize=6, ncol=4)
+    plotting.save(fig, figdir / "per_task.png")
+
+    # share of each task update inside the pre-trained top-r subspace
+    fig, axes = plotting.figure(ncols=len(variants))
+    for col, v in enumerate(variants):
+        ax = axes[0, col]
+        fracs = sorted(runs[v][0]["share_curve"], key=float)
+        xs = [float(f) for f in fracs]
+        ys = [[_mean([r["share_curve"][f][n]["share"] for n in r["tasks"]]) for f in fracs] for r in runs[v]]
+        chance = [[_mean([r["share_curve"][f][n]["chance"] for n in r["tasks"]]) for f in fracs] for r in runs[v]]
+        plotting.mean_band(ax, xs, ys, "fine-tuned updates (mean over tasks)", "#d62728")
+        plotting.mean_band(ax, xs, chance, "random subspace of the same size", "#7f7f7f")
+        ax.set_xlabel("rank r / full rank of each pre-trained matrix")
+        ax.set_ylabel("share of update energy in U_r U_r^T dW V_r V_r^T")
+        ax.set_title(f"{v}: update energy in the pre-trained space ({len(seeds)} seeds)")
+        ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "subspace_share.png")
+
+    # table
+    rows = []
+    for v in variants:
+        full = str(runs[v][0]["task_counts"][-1])
+        rows.append({"domain": v, "method": "fine-tuned (individual)",
+                     "mean_accuracy": claims.fmt([_mean(list(r["individual"].values())) for r in runs[v]]),
+                     "mean_normalized": "1", "scale": ""})
+        rows.append({"domain": v, "method": "pre-trained (task heads)",
+                     "mean_accuracy": claims.fmt([_mean(list(r["pretrained"].values())) for r in runs[v]]),
+                     "mean_normalized": claims.fmt([_mean([r["pretrained"][n] / r["individual"][n] for n in r["tasks"]])
+                                                    for r in runs[v]]), "scale": ""})
+        for m in methods:
+            rows.append({"domain": v, "method": m,
+                         "mean_accuracy": claims.fmt([r["merges"][m][full]["mean_accuracy"] for r in runs[v]]),
+                         "mean_normalized": claims.fmt([r["merges"][m][full]["mean_normalized"] for r in runs[v]]),
+                         "scale": "/".join(str(r["merges"][m][full]["scale"]) for r in runs[v])})
+        rows.append({"domain": v, "method": "update share in pre-trained subspace (chance)",
+                     "mean_accuracy": claims.fmt([_mean([x["share"] for x in r["subspace_share"].values()]) for r in runs[v]]),
+                     "mean_normalized": claims.fmt([_mean([x["chance"] for x in r["subspace_share"].values()]) for r in runs[v]]),
+                     "scale": ""})
+    io.write_csv(out / "summary.csv", rows)
+
+    # claims
+    P, crows = "embed_merge", []
+    for v in variants:
+        full = str(runs[v][0]["task_counts"][-1])
+
+        def norm(m, v=v, full=full):
+            return [r["merges"][m][full]["mean_normalized"] for r in runs[v]]
+
+        base = [m for m in methods if m not in OURS]
+        strongest = max(base, key=lambda m: _mean(norm(m)))
+        metric = f"{v}: mean normalised accuracy, {full} tasks merged, higher is better"
+        if "embed_mean" in methods and "weight_averaging" in methods:
+            crows.append(claims.row(P, "averaging model embeddings beats naive weight averaging", metric,
+                                    "embed_mean", norm("embed_mean"), "weight_averaging", norm("weight_averaging"),
+                                    True, scale, "accuracy_vs_tasks.png"))
+        if "embed_aligned" in methods and "embed_mean" in methods:
+            crows.append(claims.row(P, "the aligned subspace improves embedding merging", metric, "embed_aligned",
+                                    norm("embed_aligned"), "embed_mean", norm("embed_mean"), True, scale,
+                                    "accuracy_vs_tasks.png"))
+        ours = max([m for m in methods if m in OURS], key=lambda m: _mean(norm(m)), default=None)
+        if ours:
+            crows.append(claims.row(P, "embedding-space merging is more effective than the field's methods", metric,
+                                    ours, norm(ours), strongest, norm(strongest), True, scale,
+                                    "accuracy_vs_tasks.png"))
+        crows.append(claims.row(
+            P, "fine-tuned updates lie in the pre-trained low-rank space",
+            f"{v}: share of update energy inside the pre-trained top-r subspace vs a random one, higher is better",
+            "pre-trained subspace", [_mean([x["share"] for x in r["subspace_share"].values()]) for r in runs[v]],
+            "random subspace", [_mean([x["chance"] for x in r["subspace_share"].values()]) for r in runs[v]],
+            True, scale, "subspace_share.png"))
+    claims.write_claims(out / "claims.csv", crows)
+    return [*(figdir / f"{n}.png" for n in ("accuracy_vs_tasks", "per_task", "subspace_share")),
+            out / "summary.csv", out / "claims.csv"]
