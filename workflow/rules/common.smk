@@ -109,7 +109,7 @@ def start_tracking():
     from neurips26.core import tracking
 
     try:
-        tracking.start_invocation(PAPERS + ["summary"])
+        tracking.start_invocation(PAPERS + ["summary", "lm_assets"])
     except Exception as exc:
         if tracking.is_tracking_error(exc):
             raise WorkflowError(f"MLflow tracking at {tracking.tracking_uri()} is unreachable: {exc}") from None
