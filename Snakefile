@@ -17,6 +17,7 @@ include: "workflow/rules/abmf.smk"
 include: "workflow/rules/angular_nets.smk"
 include: "workflow/rules/anchor_pca.smk"
 include: "workflow/rules/acopula.smk"
+include: "workflow/rules/bdc_merge.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -40,9 +40,14 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, out: Path, min_freque
 
 def load_tokenizer(name_or_path: str | Path):
     """A tokenizer folder written by `train_tokenizer`, or any Hugging Face tokenizer id/path."""
-    from transformers import AutoTokenizer
+    import json
 
-    tok = AutoTokenizer.from_pretrained(str(name_or_path))
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config = Path(name_or_path) / "tokenizer_config.json"
+    own = config.exists() and json.loads(config.read_text()).get("tokenizer_class") in ("PreTrainedTokenizerFast", "TokenizersBackend")
+    # our folders hold a model config too, which would make AutoTokenizer pick that model's class
+    tok = (PreTrainedTokenizerFast if own else AutoTokenizer).from_pretrained(str(name_or_path))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "right"  # positions count from the first token in every model here
@@ -86,7 +91,7 @@ def load_model(name_or_path: str | Path, dtype: str = "float32"):
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(name_or_path), torch_dtype=getattr(torch, dtype),
+    model = AutoModelForCausalLM.from_pretrained(str(name_or_path), dtype=getattr(torch, dtype),
                                                  use_safetensors=True)
     model.eval()
     return model
