@@ -6,21 +6,7 @@
 #   lm_tokenizer  -> results/lm_assets/tokenizer/tokenizer.json (Hugging Face tokenizer folder)
 #   lm_pretrain   -> results/lm_assets/models/{model}/model/model.safetensors (save_pretrained folder),
 #                    one job per entry of config lm_assets.models
-LM = "results/lm_assets"
-
-
-def lm_model_params(wildcards):
-    """Params of one pretraining job: only that model's spec, so editing one model reruns only it."""
-    models = config["lm_assets"]["models"]
-    if wildcards.model not in models:
-        raise WorkflowError(f"config key 'lm_assets.models' has no model '{wildcards.model}'")
-    return json.dumps({"paper": "lm_assets", "scale": config["scale"], "model": wildcards.model,
-                       "models": {wildcards.model: models[wildcards.model]}}, sort_keys=True)
-
-
-def lm_model_file(name):
-    """The pretrained model file of lm_assets.models.<name> (for a paper rule's input)."""
-    return f"{LM}/models/{name}/model/model.safetensors"
+LM = LM_ASSETS
 
 
 rule lm_corpora:
