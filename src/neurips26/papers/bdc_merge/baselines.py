@@ -27,7 +27,7 @@ def sinkhorn_plan(cost: torch.Tensor, reg: float, iterations: int) -> torch.Tens
     c = cost.double().numpy()
     a = np.full(c.shape[0], 1.0 / c.shape[0])
     b = np.full(c.shape[1], 1.0 / c.shape[1])
-    Q = ot.sinkhorn(a, b, c, reg, numItermax=iterations, method="sinkhorn_log")
+    Q = ot.sinkhorn(a, b, c, reg, numItermax=iterations, stopThr=1e-7)
     return torch.from_numpy(np.asarray(Q)).float()
 
 

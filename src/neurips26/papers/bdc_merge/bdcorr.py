@@ -87,15 +87,19 @@ def _row_means(x: torch.Tensor, budget: int) -> torch.Tensor:
     out = torch.empty_like(x)
     for r0 in range(0, n, rows):
         blk = x[r0:r0 + rows]
-        out[r0:r0 + rows] = (blk[:, None, :] - x[None, :, :]).abs().mean(1)
+        out[r0:r0 + rows] = (blk[:, None, :] - x[None, :, :]).abs_().mean(1)
     return out
 
 
 def _centred_block(x: torch.Tensor, row_mean: torch.Tensor, grand: torch.Tensor, r0: int, r1: int) -> torch.Tensor:
-    """Rows r0:r1 of every column's double-centred distance matrix, as (d, (r1-r0) * n)."""
-    a = (x[r0:r1, None, :] - x[None, :, :]).abs()                 # (r, n, d)
-    a = a - row_mean[r0:r1, None, :] - row_mean[None, :, :] + grand[None, None, :]
-    return a.permute(2, 0, 1).reshape(x.shape[1], -1)
+    """Rows r0:r1 of every column's double-centred distance matrix, as (d, (r1-r0) * n).
+
+    Built column-major in place: one buffer of the block's size (no temporaries beyond it)."""
+    d = x.shape[1]
+    xt, mt = x.T.contiguous(), row_mean.T.contiguous()               # (d, n)
+    a = xt[:, r0:r1, None] - xt[:, None, :]                         # (d, r, n): the only allocation
+    a.abs_().sub_(mt[:, r0:r1, None]).sub_(mt[:, None, :]).add_(grand[:, None, None])
+    return a.view(d, -1)
 
 
 def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: int = 256 * 2**20,
@@ -113,13 +117,12 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
     n, p = x.shape
     q = y.shape[1]
     item = torch.finfo(dtype).bits // 8
-    # a block holds (cols_x + cols_y) * rows * n entries (plus an equal temporary while building it)
-    budget = max(1, memory_bytes // (2 * item))
-    rows = max(1, min(n, budget // (2 * n)))
-    per_col = rows * n
-    cols = max(1, budget // per_col // 2)
+    # at most two blocks of cols x rows x n entries are alive at once (one of x, one of y);
+    # they get half of the budget, the other half is headroom for the allocator and the row means
+    budget = max(1, memory_bytes // item)
+    rows, cols = _block_shape(n, p, q, budget)
     cx, cy = min(p, cols), min(q, cols)
-    rx, ry = _row_means(x, budget), _row_means(y, budget)
+    rx, ry = _row_means(x, budget // 4), _row_means(y, budget // 4)
     gx, gy = rx.mean(0), ry.mean(0)
     cov = torch.zeros(p, q, dtype=dtype)
     var_x = torch.zeros(p, dtype=dtype)
@@ -129,14 +132,14 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
         r1 = min(n, r0 + rows)
         if single_y:
             B_all = _centred_block(y, ry, gy, r0, r1)
-            var_y += (B_all * B_all).sum(1)
+            var_y += torch.linalg.vector_norm(B_all, dim=1).square()
         else:
             for j0 in range(0, q, cy):
                 B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1)
-                var_y[j0:j0 + cy] += (B * B).sum(1)
+                var_y[j0:j0 + cy] += torch.linalg.vector_norm(B, dim=1).square()
         for i0 in range(0, p, cx):
             A = _centred_block(x[:, i0:i0 + cx], rx[:, i0:i0 + cx], gx[i0:i0 + cx], r0, r1)
-            var_x[i0:i0 + cx] += (A * A).sum(1)
+            var_x[i0:i0 + cx] += torch.linalg.vector_norm(A, dim=1).square()
             if single_y:
                 cov[i0:i0 + cx] += A @ B_all.T
                 continue
@@ -157,13 +160,20 @@ def layer_dependence(xs: list[torch.Tensor], ys: list[torch.Tensor]) -> torch.Te
     return out
 
 
+def _block_shape(n: int, p: int, q: int, budget: int) -> tuple[int, int]:
+    """Rows of the distance matrices and columns per block so that two blocks fit in budget / 2."""
+    half = max(1, budget // 2)
+    cols = half // (2 * n * n)
+    if cols >= 1:
+        return n, min(max(p, q), cols)
+    return max(1, half // (2 * n)), 1        # even one whole column does not fit: chunk its rows
+
+
 def peak_block_bytes(n: int, p: int, q: int, memory_bytes: int, dtype=torch.float32) -> int:
-    """The largest centred-distance block `neuron_distance_correlation` builds (for the benchmark)."""
+    """Bytes of the two largest centred-distance blocks `neuron_distance_correlation` holds at once."""
     item = torch.finfo(dtype).bits // 8
-    budget = max(1, memory_bytes // (2 * item))
-    rows = max(1, min(n, budget // (2 * n)))
-    cols = max(1, budget // (rows * n) // 2)
-    return int(2 * (min(p, cols) + min(q, cols)) * rows * n * item)
+    rows, cols = _block_shape(n, p, q, max(1, memory_bytes // item))
+    return int((min(p, cols) + min(q, cols)) * rows * n * item)
 
 
 __all__ = ["distance_matrix", "double_centre", "u_centre", "distance_covariance_sqr", "distance_correlation_sqr",

@@ -121,13 +121,14 @@ def run(params, inputs, out: Path):
                                  "bdc_layer_weights": plans["bdc"].layer_weights.tolist(),
                                  "transport_layer_weights": plans["transport"].layer_weights.tolist()}
             strengths = params["strengths"] if size == cal["size"] else [params["strength"]]
+            names = [*plans, "naive"] if size == cal["size"] else list(plans)
             for alpha in strengths:
-                for name, fusion in plans.items():
-                    merged = method.fuse(source, target, fusion, alpha)
+                for name in names:
+                    if alpha == 0:  # fuse(..., 0) is the target itself (tested), so reuse its numbers
+                        record(name, t, size, alpha, reference["target"])
+                        continue
+                    merged = method.fuse(source, target, naive_plan if name == "naive" else plans[name], alpha)
                     record(name, t, size, alpha, _evaluate(merged, t_tok, task_data, general, batch, [t]))
-                if size == cal["size"]:
-                    merged = method.fuse(source, target, naive_plan, alpha)
-                    record("naive", t, size, alpha, _evaluate(merged, t_tok, task_data, general, batch, [t]))
             if size == cal["size"]:
                 merged = method.fuse(source, target, plans["transport"], params["strength"])
                 work = out / "lora_work" / t
