@@ -205,7 +205,7 @@ def sequence_logprobs(model, tokenizer, texts: Sequence[str], batch_size: int = 
             chunk = [texts[i] for i in chunk_idx]
             enc = tokenizer(chunk, return_tensors="pt", padding=True, return_offsets_mapping=True)
             ids, mask, offsets = enc["input_ids"], enc["attention_mask"], enc["offset_mapping"]
-            logits = model(input_ids=ids, attention_mask=mask).logits.float()
+            logits = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits.float().cpu()
             logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
             target_mask = mask[:, 1:].bool()
             for r, i in enumerate(chunk_idx):

@@ -90,13 +90,14 @@ def capture(model, tokenizer, texts: list[str], batch_size: int = 32) -> Activat
         for b0 in range(0, len(texts), batch_size):
             chunk = texts[b0:b0 + batch_size]
             enc = tokenizer(chunk, return_tensors="pt", padding=True, return_offsets_mapping=True)
-            out = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], output_hidden_states=True)
+            out = model(input_ids=enc["input_ids"].to(model.device), attention_mask=enc["attention_mask"].to(model.device),
+                        output_hidden_states=True)
             for i in range(len(layers)):
                 store[(i, "hidden")] = out.hidden_states[i + 1]
             for r, text in enumerate(chunk):
                 pos = torch.tensor(word_positions(text, enc["offset_mapping"][r].tolist()))
                 for key, val in store.items():
-                    rows.setdefault(key, []).append(val[r, pos].float())
+                    rows.setdefault(key, []).append(val[r, pos.to(val.device)].float().cpu())
     finally:
         for h in hooks:
             h.remove()

@@ -113,7 +113,7 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x and y need the same number of samples, got {x.shape[0]} and {y.shape[0]}")
     dtype = torch.promote_types(x.dtype, torch.float32)
-    x, y = x.to(dtype), y.to(dtype)
+    x, y = x.to(dtype).cpu(), y.to(dtype).cpu()
     n, p = x.shape
     q = y.shape[1]
     item = torch.finfo(dtype).bits // 8
@@ -137,15 +137,19 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
             for j0 in range(0, q, cy):
                 B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1)
                 var_y[j0:j0 + cy] += torch.linalg.vector_norm(B, dim=1).square()
+                B = None  # free before the next block is built
         for i0 in range(0, p, cx):
             A = _centred_block(x[:, i0:i0 + cx], rx[:, i0:i0 + cx], gx[i0:i0 + cx], r0, r1)
             var_x[i0:i0 + cx] += torch.linalg.vector_norm(A, dim=1).square()
             if single_y:
                 cov[i0:i0 + cx] += A @ B_all.T
-                continue
-            for j0 in range(0, q, cy):
-                B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1)
-                cov[i0:i0 + cx, j0:j0 + cy] += A @ B.T
+            else:
+                for j0 in range(0, q, cy):
+                    B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1)
+                    cov[i0:i0 + cx, j0:j0 + cy] += A @ B.T
+                    B = None
+            A = None
+        B_all = None
     denom = (var_x[:, None] * var_y[None, :]).sqrt()
     dcor2 = torch.where(denom > 0, cov / denom.clamp_min(eps), torch.zeros_like(cov))
     return dcor2.clamp_min(0).sqrt()

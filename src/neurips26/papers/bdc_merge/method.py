@@ -129,17 +129,20 @@ def fuse(source, target, fusion: FusionPlan, strength: float):
                 beta = float(fusion.layer_weights[l, m])
                 out_op, in_op = fusion.operators[(l, m, name)]
                 s_mod = act.submodule(s_layers[l], path)
-                w_mix += beta * (out_op @ s_mod.weight.float() @ in_op)
+                out_op, in_op = out_op.to(w_mix.device), in_op.to(w_mix.device)
+                w_mix += beta * (out_op @ s_mod.weight.float().to(w_mix.device) @ in_op).to(w_mix.dtype)
                 if b_mix is not None and s_mod.bias is not None:
-                    b_mix += beta * (out_op @ s_mod.bias.float())
+                    b_mix += beta * (out_op @ s_mod.bias.float().to(w_mix.device)).to(b_mix.dtype)
             t_mod.weight.mul_(1 - strength).add_(strength * w_mix)
             if b_mix is not None:
                 t_mod.bias.mul_(1 - strength).add_(strength * b_mix)
     if "embed_tokens" in fusion.model_operators:
         e_t, e_s = merged.get_input_embeddings().weight, source.get_input_embeddings().weight
-        e_t.mul_(1 - strength).add_(strength * (e_s.float() @ fusion.model_operators["embed_tokens"].T))
+        op = fusion.model_operators["embed_tokens"].to(e_t.device)
+        e_t.mul_(1 - strength).add_((strength * (e_s.float().to(e_t.device) @ op.T)).to(e_t.dtype))
     tied = merged.get_output_embeddings().weight is merged.get_input_embeddings().weight
     if "lm_head" in fusion.model_operators and not tied:
         h_t, h_s = merged.get_output_embeddings().weight, source.get_output_embeddings().weight
-        h_t.mul_(1 - strength).add_(strength * (h_s.float() @ fusion.model_operators["lm_head"]))
+        op = fusion.model_operators["lm_head"].to(h_t.device)
+        h_t.mul_(1 - strength).add_((strength * (h_s.float().to(h_t.device) @ op)).to(h_t.dtype))
     return merged

@@ -62,8 +62,9 @@ def run(params, inputs, out: Path):
     seed = int(params["seed"])
     ev, cal = params["evaluate"], params["calibration"]
     src_loc, tgt_loc = _model_location(params, inputs, "source"), _model_location(params, inputs, "target")
-    source, s_tok = lm.load_model(src_loc), lm.load_tokenizer(src_loc)
-    target, t_tok = lm.load_model(tgt_loc), lm.load_tokenizer(tgt_loc)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    source, s_tok = lm.load_model(src_loc).to(device), lm.load_tokenizer(src_loc)
+    target, t_tok = lm.load_model(tgt_loc).to(device), lm.load_tokenizer(tgt_loc)
     shared_vocab = s_tok.get_vocab() == t_tok.get_vocab()
 
     folder = inputs["corpora"]
@@ -251,6 +252,12 @@ def figures(params, inputs, out: Path):
         claims.row(P, "BDC-Merge beats Transport and Merge on specialised knowledge", "cloze accuracy, higher is better",
                    "BDC-Merge", _value(runs, "cloze", know, **bdc_s), "Transport and Merge",
                    _value(runs, "cloze", know, **tm_s), True, scale, "tasks.png"),
+        claims.row(P, "BDC-Merge beats Transport and Merge on low-resource languages", "perplexity, lower is better",
+                   "BDC-Merge", _value(runs, "ppl", low, **bdc_s), "Transport and Merge",
+                   _value(runs, "ppl", low, **tm_s), False, scale, "tasks.png"),
+        claims.row(P, "BDC-Merge beats Transport and Merge on specialised knowledge", "perplexity, lower is better",
+                   "BDC-Merge", _value(runs, "ppl", know, **bdc_s), "Transport and Merge",
+                   _value(runs, "ppl", know, **tm_s), False, scale, "tasks.png"),
         claims.row(P, "BDC-Merge without training beats Transport and Merge with LoRA adaptation (low-resource)",
                    "perplexity, lower is better", "BDC-Merge", _value(runs, "ppl", low, **bdc_s),
                    "Transport and Merge + LoRA", _value(runs, "ppl", low, **tml_s), False, scale, "tasks.png"),
