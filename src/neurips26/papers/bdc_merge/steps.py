@@ -215,6 +215,7 @@ def figures(params, inputs, out: Path):
         ax.axhline(np.mean(_value(runs, metric, group, method="source")), color="black", ls="--", lw=0.8,
                    label="source alone")
         ax.set(title=title, xlabel="fusion strength alpha (0 = target)", ylabel=ylabel)
+    axes[0][2].set_yscale("log")
     axes[0][0].legend(fontsize=7)
     plotting.save(fig, fig_dir / "strength.png")
 
