@@ -192,6 +192,8 @@ def test_corpora_tokenizer_and_cloze_scoring(tmp_path):
     for item in lm_corpora.read_cloze(tmp_path / "c", "lr_a") + lm_corpora.read_cloze(tmp_path / "c", "kb"):
         assert len(set(item["choices"])) == 4 and 0 <= item["answer"] < 4
     tok = lm.train_tokenizer(high + low, 120, tmp_path / "tok")
+    lm.train_tokenizer(high + low, 120, tmp_path / "tok_again")
+    assert (tmp_path / "tok" / "tokenizer.json").read_bytes() == (tmp_path / "tok_again" / "tokenizer.json").read_bytes()
     tok2 = lm.load_tokenizer(tmp_path / "tok")
     assert tok2("a b")["input_ids"][0] == tok2.bos_token_id and len(tok2) == len(tok)
     model = lm.build_model("qwen2", len(tok2), 16, 1, 2, 32, 64, tokenizer=tok2).eval()

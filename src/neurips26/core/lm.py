@@ -30,12 +30,70 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, out: Path, min_freque
                                   special_tokens=SPECIAL_TOKENS, continuing_subword_prefix="##",
                                   show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
+    tok = _canonical_bpe(tok, texts, full=tok.get_vocab_size() >= vocab_size)
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")
     bos = tok.token_to_id("<bos>")
     tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", bos)])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>",
                                    unk_token="<unk>", pad_token="<pad>")
     fast.save_pretrained(str(out))
     return fast
+
+
+def _canonical_bpe(tok, texts: Sequence[str], full: bool):
+    """The trained BPE with its merges and ids in a canonical order.
+
+    The `tokenizers` trainer breaks ties between merges of equal count in hash-map order, which
+    changes between processes, so the same corpus gives permuted ids. Replaying the merges on the
+    word counts gives each merge's count; merges sorted by (-count, length of the merged token,
+    pair) keep every merge after the merges that make its parts, and ids follow that order."""
+    import json
+    from collections import Counter
+
+    from tokenizers import Tokenizer, models
+
+    spec = json.loads(tok.to_str())
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in spec["model"]["merges"]]
+    specials = [t for t in SPECIAL_TOKENS if t in spec["model"]["vocab"]]
+    words = Counter(w for text in texts for w in text.split())
+    segs = {w: [w[0]] + ["##" + c for c in w[1:]] for w in words}
+
+    def joined(a, b):
+        return a + b[2:] if b.startswith("##") else a + b
+
+    counts = []
+    for a, b in merges:
+        total, new = 0, joined(a, b)
+        for w, seg in segs.items():
+            if len(seg) < 2:
+                continue
+            out, i, hit = [], 0, 0
+            while i < len(seg):
+                if i + 1 < len(seg) and seg[i] == a and seg[i + 1] == b:
+                    out.append(new)
+                    i += 2
+                    hit += 1
+                else:
+                    out.append(seg[i])
+                    i += 1
+            if hit:
+                total += hit * words[w]
+                segs[w] = out
+        counts.append(total)
+    keep = range(len(merges))
+    if full and counts:
+        # the vocabulary size cut through a tie: which of the tied merges made it is arbitrary
+        keep = [k for k in keep if counts[k] > min(counts)]
+    order = sorted(keep, key=lambda k: (-counts[k], len(joined(*merges[k])), merges[k]))
+    produced = [joined(*merges[k]) for k in order]
+    alphabet = sorted(set(spec["model"]["vocab"]) - set(specials) - set(produced))
+    vocab: dict[str, int] = {}
+    for t in [*specials, *alphabet, *produced]:
+        vocab.setdefault(t, len(vocab))
+    model = models.BPE(vocab=vocab, merges=[merges[k] for k in order], unk_token="<unk>",
+                       continuing_subword_prefix="##")
+    return Tokenizer(model)
 
 
 def load_tokenizer(name_or_path: str | Path):

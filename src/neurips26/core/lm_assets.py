@@ -11,6 +11,7 @@ paper that needs them is enabled.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from . import io
@@ -66,7 +67,11 @@ def pretrain(params: dict, inputs: dict, out: Path):
     torch.manual_seed(seed)
     model = lm.build_model(spec["arch"], len(tok), spec["hidden"], spec["layers"], spec["heads"],
                            spec["intermediate"], max(train["seq_len"], 256), spec.get("tie_embeddings", False), tok)
-    lm.pretrain(model, data, out, params, train["steps"], train["batch_size"], train["lr"],
+    # a checkpoint resumes only a run on the same corpora and tokenizer, not just the same params
+    digest = hashlib.sha256()
+    for path in (Path(folder) / "manifest.json", Path(inputs["tokenizer"]) / "tokenizer.json"):
+        digest.update(path.read_bytes())
+    lm.pretrain(model, data, out, {**params, "inputs_sha256": digest.hexdigest()}, train["steps"], train["batch_size"], train["lr"],
                 train["weight_decay"], train["warmup_steps"], seed)
     model.save_pretrained(str(out / "model"), safe_serialization=True)
     tok.save_pretrained(str(out / "model"))
