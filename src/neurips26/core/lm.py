@@ -1,5 +1,5 @@
-"""Small language models shared by the language-model papers: a BPE tokenizer trained with
-`tokenizers`, `transformers` causal LMs of several architectures (Llama, Qwen2, GPT-2) built
+"""Small language models shared by the language-model papers: a BPE tokenizer (deterministic
+merges, a `tokenizers` BPE model saved in the Hugging Face format), `transformers` causal LMs of several architectures (Llama, Qwen2, GPT-2) built
 from a size spec, pretrained with Lightning (`core.trainer`) on a mixture of corpora and saved
 with `save_pretrained` (safetensors); loaders that take either such a folder or a Hugging Face
 model id; and scoring (perplexity, multiple-choice cloze by summed log-likelihood).
@@ -18,19 +18,62 @@ SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 
 # ---- tokenizer ---------------------------------------------------------------------------------
 
+def bpe_merges(texts: Sequence[str], vocab_size: int, min_frequency: int = 2, n_special: int = 0):
+    """Deterministic BPE on whitespace-split words (WordPiece-style '##' continuation symbols).
+
+    Each step merges the most frequent adjacent pair, ties broken by the pair's text, so the same
+    corpus always gives the same merges (the `tokenizers` trainer breaks ties in hash-map order,
+    which changes from process to process). Returns (alphabet, merges)."""
+    from collections import Counter, defaultdict
+
+    words = Counter(w for text in texts for w in text.split())
+    segs = {w: tuple([w[0]] + ["##" + c for c in w[1:]]) for w in words}
+    alphabet = sorted({s for seg in segs.values() for s in seg})
+    pairs: Counter = Counter()
+    where = defaultdict(set)
+    for w, seg in segs.items():
+        for a, b in zip(seg, seg[1:]):
+            pairs[(a, b)] += words[w]
+            where[(a, b)].add(w)
+    merges = []
+    while n_special + len(alphabet) + len(merges) < vocab_size and pairs:
+        (a, b), count = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
+        if count < min_frequency:
+            break
+        new = a + b[2:] if b.startswith("##") else a + b
+        merges.append((a, b))
+        for w in sorted(where.pop((a, b), ())):
+            seg, n = segs[w], words[w]
+            for p in zip(seg, seg[1:]):
+                pairs[p] -= n
+                if pairs[p] <= 0:
+                    del pairs[p]
+            out, i = [], 0
+            while i < len(seg):
+                if i + 1 < len(seg) and seg[i] == a and seg[i + 1] == b:
+                    out.append(new)
+                    i += 2
+                else:
+                    out.append(seg[i])
+                    i += 1
+            segs[w] = seg = tuple(out)
+            for p in zip(seg, seg[1:]):
+                pairs[p] += n
+                where[p].add(w)
+    return alphabet, merges
+
+
 def train_tokenizer(texts: Sequence[str], vocab_size: int, out: Path, min_frequency: int = 2):
-    """Byte-level-free BPE on whitespace-split words, saved as a PreTrainedTokenizerFast folder."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    """A BPE tokenizer (`tokenizers` BPE model, whitespace pre-tokenizer, '##' continuations)
+    with deterministic merges from `bpe_merges`, saved as a PreTrainedTokenizerFast folder."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.BPE(unk_token="<unk>", continuing_subword_prefix="##"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.decoder = decoders.WordPiece(prefix="##")
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                  special_tokens=SPECIAL_TOKENS, continuing_subword_prefix="##",
-                                  show_progress=False)
-    tok.train_from_iterator(texts, trainer=trainer)
-    tok = _canonical_bpe(tok, texts, full=tok.get_vocab_size() >= vocab_size)
+    alphabet, merges = bpe_merges(texts, vocab_size, min_frequency, len(SPECIAL_TOKENS))
+    vocab: dict[str, int] = {}
+    for t in [*SPECIAL_TOKENS, *alphabet, *(a + b[2:] if b.startswith("##") else a + b for a, b in merges)]:
+        vocab.setdefault(t, len(vocab))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", continuing_subword_prefix="##"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.decoder = decoders.WordPiece(prefix="##")
     bos = tok.token_to_id("<bos>")
@@ -39,61 +82,6 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, out: Path, min_freque
                                    unk_token="<unk>", pad_token="<pad>")
     fast.save_pretrained(str(out))
     return fast
-
-
-def _canonical_bpe(tok, texts: Sequence[str], full: bool):
-    """The trained BPE with its merges and ids in a canonical order.
-
-    The `tokenizers` trainer breaks ties between merges of equal count in hash-map order, which
-    changes between processes, so the same corpus gives permuted ids. Replaying the merges on the
-    word counts gives each merge's count; merges sorted by (-count, length of the merged token,
-    pair) keep every merge after the merges that make its parts, and ids follow that order."""
-    import json
-    from collections import Counter
-
-    from tokenizers import Tokenizer, models
-
-    spec = json.loads(tok.to_str())
-    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in spec["model"]["merges"]]
-    specials = [t for t in SPECIAL_TOKENS if t in spec["model"]["vocab"]]
-    words = Counter(w for text in texts for w in text.split())
-    segs = {w: [w[0]] + ["##" + c for c in w[1:]] for w in words}
-
-    def joined(a, b):
-        return a + b[2:] if b.startswith("##") else a + b
-
-    counts = []
-    for a, b in merges:
-        total, new = 0, joined(a, b)
-        for w, seg in segs.items():
-            if len(seg) < 2:
-                continue
-            out, i, hit = [], 0, 0
-            while i < len(seg):
-                if i + 1 < len(seg) and seg[i] == a and seg[i + 1] == b:
-                    out.append(new)
-                    i += 2
-                    hit += 1
-                else:
-                    out.append(seg[i])
-                    i += 1
-            if hit:
-                total += hit * words[w]
-                segs[w] = out
-        counts.append(total)
-    keep = range(len(merges))
-    if full and counts:
-        # the vocabulary size cut through a tie: which of the tied merges made it is arbitrary
-        keep = [k for k in keep if counts[k] > min(counts)]
-    order = sorted(keep, key=lambda k: (-counts[k], len(joined(*merges[k])), merges[k]))
-    produced = [joined(*merges[k]) for k in order]
-    alphabet = sorted(set(spec["model"]["vocab"]) - set(specials) - set(produced))
-    vocab: dict[str, int] = {}
-    for t in [*specials, *alphabet, *produced]:
-        vocab.setdefault(t, len(vocab))
-    model = models.BPE(vocab=vocab, merges=[merges[k] for k in order], unk_token="<unk>",
-                       continuing_subword_prefix="##")
-    return Tokenizer(model)
 
 
 def load_tokenizer(name_or_path: str | Path):
