@@ -21,6 +21,7 @@ include: "workflow/rules/threshold_mcts.smk"
 include: "workflow/rules/adap.smk"
 include: "workflow/rules/apexphys.smk"
 include: "workflow/rules/embed_merge.smk"
+include: "workflow/rules/bdc_merge.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -109,7 +109,7 @@ def start_tracking():
     from neurips26.core import tracking
 
     try:
-        tracking.start_invocation(PAPERS + ["summary"])
+        tracking.start_invocation(PAPERS + ["summary", "lm_assets"])
     except Exception as exc:
         if tracking.is_tracking_error(exc):
             raise WorkflowError(f"MLflow tracking at {tracking.tracking_uri()} is unreachable: {exc}") from None
@@ -120,3 +120,22 @@ def end_tracking(status):
     from neurips26.core import tracking
 
     tracking.end_invocation(status)
+
+
+# Shared language-model assets (rules in shared.smk): where they land, and the helpers their
+# rules and the papers using them need.
+LM_ASSETS = "results/lm_assets"
+
+
+def lm_model_params(wildcards):
+    """Params of one lm_pretrain job: only that model's spec, so editing one model reruns only it."""
+    models = config["lm_assets"]["models"]
+    if wildcards.model not in models:
+        raise WorkflowError(f"config key 'lm_assets.models' has no model '{wildcards.model}'")
+    return json.dumps({"paper": "lm_assets", "scale": config["scale"], "model": wildcards.model,
+                       "models": {wildcards.model: models[wildcards.model]}}, sort_keys=True)
+
+
+def lm_model_file(name):
+    """The pretrained model file of lm_assets.models.<name> (for a paper rule's input)."""
+    return f"{LM_ASSETS}/models/{name}/model/model.safetensors"

@@ -1,0 +1,279 @@
+"""The steps the CLI calls for bdc_merge: run (one job per calibration seed) -> figures.
+
+run loads the source and target LMs (the shared tiny pretrained ones, or Hugging Face ids or
+local folders from the config), and for every task (each low-resource language and knowledge
+set) draws calibration sets of several sizes, builds BDC-Merge's, Transport and Merge's and the
+naive fusion, fuses at several strengths and measures task perplexity, cloze accuracy and the
+held-out high-resource perplexity (general ability). figures plots them over seeds and writes
+summary.csv and claims.csv.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from neurips26.core import claims, io, plotting, tracking
+
+P = "bdc_merge"
+METHOD_LABELS = {"target": "target alone", "source": "source alone (reference)", "naive": "truncate-and-average",
+                 "transport": "Transport and Merge", "transport_lora": "Transport and Merge + LoRA",
+                 "bdc": "BDC-Merge (ours)"}
+
+
+def _round(x: float, digits: int = 8) -> float:
+    x = float(x)
+    return x if not np.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
+
+
+def _model_location(params: dict, inputs: dict, which: str) -> str:
+    given = params["models"][which]
+    if given:
+        return str(given)
+    if which not in inputs:
+        raise ValueError(f"config key 'bdc_merge.models.{which}': neither a model id/path nor the shared "
+                         f"pretrained model (input '{which}') is given")
+    return str(inputs[which])
+
+
+def _evaluate(model, tok, task_data: dict, general: list[str], batch: int, tasks: list[str]) -> dict:
+    from neurips26.core import lm
+
+    out = {"general_ppl": _round(lm.perplexity(model, tok, general, batch))}
+    for t in tasks:
+        out[t] = {"ppl": _round(lm.perplexity(model, tok, task_data[t]["valid"], batch)),
+                  "cloze": _round(lm.cloze_accuracy(model, tok, task_data[t]["cloze"], batch))}
+    return out
+
+
+def run(params, inputs, out: Path):
+    import torch
+
+    from neurips26.core import lm
+    from neurips26.data import lm_corpora
+
+    from . import activations as act
+    from . import baselines, method
+
+    started = time.perf_counter()
+    seed = int(params["seed"])
+    ev, cal = params["evaluate"], params["calibration"]
+    src_loc, tgt_loc = _model_location(params, inputs, "source"), _model_location(params, inputs, "target")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    source, s_tok = lm.load_model(src_loc).to(device), lm.load_tokenizer(src_loc)
+    target, t_tok = lm.load_model(tgt_loc).to(device), lm.load_tokenizer(tgt_loc)
+    shared_vocab = s_tok.get_vocab() == t_tok.get_vocab()
+
+    folder = inputs["corpora"]
+    manifest = lm_corpora.read_manifest(folder)["corpora"]
+    tasks = params["data"]["tasks"] or sorted(n for n, i in manifest.items() if i["kind"] in ("low", "knowledge"))
+    missing = [t for t in tasks + [params["data"]["general_task"]] if t not in manifest]
+    if missing:
+        raise ValueError(f"config key 'bdc_merge.data.tasks': {missing} not in {folder}/manifest.json")
+    task_data = {t: {"valid": lm_corpora.read_lines(folder, t, "valid")[:ev["valid_sentences"]],
+                     "cloze": lm_corpora.read_cloze(folder, t)[:ev["cloze_questions"]],
+                     "train": lm_corpora.read_lines(folder, t, "train"), "kind": manifest[t]["kind"]} for t in tasks}
+    general = lm_corpora.read_lines(folder, params["data"]["general_task"], "valid")[:ev["valid_sentences"]]
+    batch = ev["batch_size"]
+
+    records = []
+
+    def record(name, task, size, strength, res):
+        records.append({"method": name, "task": task, "calibration_size": size, "strength": strength,
+                        "ppl": res[task]["ppl"], "cloze": res[task]["cloze"], "general_ppl": res["general_ppl"]})
+
+    # the unmerged models: the target's numbers are what strength 0 gives every method
+    reference = {"target": _evaluate(target, t_tok, task_data, general, batch, tasks),
+                 "source": _evaluate(source, s_tok, task_data, general, batch, tasks)}
+    for name, res in reference.items():
+        for t in tasks:
+            record(name, t, 0, 0.0, res)
+
+    bdc, tr, naive, lora = params["bdc"], params["transport"], params["naive"], params["lora"]
+    bdc_matrices = [m for m in bdc["matrices"] if shared_vocab or m not in ("embed_tokens", "lm_head")]
+    naive_matrices = [m for m in naive["matrices"] if shared_vocab or m not in ("embed_tokens", "lm_head")]
+    naive_plan = baselines.truncation_plan(source, target, naive_matrices)
+    dependence = {}
+    timing = {"coupling_seconds": {"bdc": 0.0, "transport": 0.0}}
+    for k, t in enumerate(tasks):
+        rng = np.random.default_rng([seed, 7, k])
+        pool = task_data[t]["train"]
+        order = rng.permutation(len(pool))
+        for size in cal["sizes"]:
+            texts = [pool[i] for i in order[:size]]          # nested draws: larger sets extend smaller ones
+            acts_s, acts_t = act.capture(source, s_tok, texts), act.capture(target, t_tok, texts)
+            n_words = acts_s.layers[0]["hidden"].shape[0]
+            if n_words > cal["max_words"]:
+                keep = torch.from_numpy(np.sort(rng.choice(n_words, cal["max_words"], replace=False)))
+                acts_s, acts_t = act.subsample(acts_s, keep), act.subsample(acts_t, keep)
+            t0 = time.perf_counter()
+            plans = {"bdc": method.plan(acts_s, acts_t, bdc_matrices, bdc["layer_top_k"], bdc["neuron_top_k"],
+                                        bdc["memory_mb"] * 2**20, shared_vocab)}
+            t1 = time.perf_counter()
+            plans["transport"] = baselines.transport_plan(acts_s, acts_t, tr["matrices"], tr["reg_inner"],
+                                                          tr["reg_outer"], tr["iterations"])
+            timing["coupling_seconds"]["bdc"] += t1 - t0
+            timing["coupling_seconds"]["transport"] += time.perf_counter() - t1
+            if size == cal["size"]:
+                dependence[t] = {"bdc_layer_dcor2_u": plans["bdc"].layer_dependence.tolist(),
+                                 "bdc_layer_weights": plans["bdc"].layer_weights.tolist(),
+                                 "transport_layer_weights": plans["transport"].layer_weights.tolist()}
+            strengths = params["strengths"] if size == cal["size"] else [params["strength"]]
+            names = [*plans, "naive"] if size == cal["size"] else list(plans)
+            for alpha in strengths:
+                for name in names:
+                    if alpha == 0:  # fuse(..., 0) is the target itself (tested), so reuse its numbers
+                        record(name, t, size, alpha, reference["target"])
+                        continue
+                    merged = method.fuse(source, target, naive_plan if name == "naive" else plans[name], alpha)
+                    record(name, t, size, alpha, _evaluate(merged, t_tok, task_data, general, batch, [t]))
+            if size == cal["size"]:
+                merged = method.fuse(source, target, plans["transport"], params["strength"])
+                work = out / "lora_work" / t
+                adapted = baselines.lora_adapt(merged, t_tok, texts, work, {**params, "lora_task": t}, lora["rank"],
+                                               lora["alpha"], lora["steps"], lora["lr"], lora["batch_size"], seed)
+                shutil.rmtree(work, ignore_errors=True)
+                record("transport_lora", t, size, params["strength"],
+                       _evaluate(adapted, t_tok, task_data, general, batch, [t]))
+        tracking.active().log_metrics({f"{t}_bdc_cloze": r["cloze"] for r in records[-1:]})
+    shutil.rmtree(out / "lora_work", ignore_errors=True)
+    metrics = {"seed": seed, "tasks": {t: task_data[t]["kind"] for t in tasks}, "records": records,
+               "shared_vocabulary": shared_vocab, "layer_coupling": dependence,
+               "general_task": params["data"]["general_task"]}
+    io.write_json(out / "metrics.json", metrics)
+    io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started,
+                                        **{k: {m: round(v, 3) for m, v in d.items()} for k, d in timing.items()}})
+    return [out / "metrics.json", out / "timing.json"]
+
+
+# ---- figures -----------------------------------------------------------------------------------
+
+def _select(runs, **where):
+    return [[r for r in run["records"] if all(r[k] == v for k, v in where.items())] for run in runs]
+
+
+def _value(runs, metric, tasks, **where):
+    """Per seed: mean over `tasks` of the metric for records matching `where`."""
+    out = []
+    for recs in _select(runs, **where):
+        vals = [r[metric] for r in recs if r["task"] in tasks]
+        out.append(float(np.mean(vals)) if vals else float("nan"))
+    return out
+
+
+def _setting(method: str, p: dict) -> dict:
+    if method in ("target", "source"):
+        return {"method": method}
+    return {"method": method, "calibration_size": p["calibration"]["size"], "strength": p["strength"]}
+
+
+def figures(params, inputs, out: Path):
+    runs = [io.read_json(path) for path in sorted(Path(inputs["runs"]).glob("seed*/metrics.json"))]
+    if not runs:
+        raise FileNotFoundError(f"no seed*/metrics.json under {inputs['runs']}")
+    kinds = runs[0]["tasks"]
+    tasks = list(kinds)
+    low = [t for t in tasks if kinds[t] == "low"]
+    know = [t for t in tasks if kinds[t] == "knowledge"]
+    methods = ["target", "source", "naive", "transport", "transport_lora", "bdc"]
+    fig_dir = out / "figures"
+    n = len(runs)
+
+    # 1. per task, cloze accuracy and perplexity of every method at the default setting
+    fig, axes = plotting.figure(ncols=2, width=6.4, height=4.0)
+    x = np.arange(len(tasks))
+    width = 0.8 / len(methods)
+    for k, m in enumerate(methods):
+        for ax, metric in zip(axes[0], ("cloze", "ppl")):
+            vals = np.array([[v for v in _value(runs, metric, [t], **_setting(m, params))] for t in tasks])
+            ax.bar(x + (k - len(methods) / 2 + 0.5) * width, vals.mean(1), width, yerr=vals.std(1, ddof=1) if n > 1 else None,
+                   label=METHOD_LABELS[m], capsize=2)
+    axes[0][0].set(title=f"Cloze accuracy per task (mean ± sd, {n} seeds)", ylabel="accuracy (fraction, 4 choices)")
+    axes[0][0].axhline(0.25, color="grey", lw=0.8, ls=":")
+    axes[0][1].set(title="Task perplexity (lower is better)", ylabel="perplexity (per token)", yscale="log")
+    for ax in axes[0]:
+        ax.set_xticks(x, tasks, rotation=30, ha="right", fontsize=7)
+        ax.set_xlabel("task (4 low-resource languages, 2 knowledge sets)")
+    axes[0][0].legend(fontsize=6)
+    plotting.save(fig, fig_dir / "tasks.png")
+
+    # 2. fusion strength: low-resource cloze, knowledge cloze and general perplexity
+    strengths = params["strengths"]
+    size = params["calibration"]["size"]
+    fig, axes = plotting.figure(ncols=3, width=4.2, height=3.6)
+    panels = [("cloze", low, "low-resource cloze accuracy", "accuracy (fraction)"),
+              ("cloze", know, "knowledge cloze accuracy", "accuracy (fraction)"),
+              ("general_ppl", tasks, "general ability: high-resource perplexity", "perplexity (per token)")]
+    for ax, (metric, group, title, ylabel) in zip(axes[0], panels):
+        for m in ("bdc", "transport", "naive"):
+            curve = np.array([_value(runs, metric, group, method=m, calibration_size=size, strength=a)
+                              for a in strengths]).T
+            plotting.mean_band(ax, strengths, curve, METHOD_LABELS[m])
+        ax.axhline(np.mean(_value(runs, metric, group, method="source")), color="black", ls="--", lw=0.8,
+                   label="source alone")
+        ax.set(title=title, xlabel="fusion strength alpha (0 = target)", ylabel=ylabel)
+    axes[0][2].set_yscale("log")
+    axes[0][0].legend(fontsize=7)
+    plotting.save(fig, fig_dir / "strength.png")
+
+    # 3. calibration-set size at the default strength
+    sizes = params["calibration"]["sizes"]
+    fig, axes = plotting.figure(ncols=2, width=4.6, height=3.6)
+    for ax, (metric, group, title, ylabel) in zip(axes[0], [panels[0], panels[1]]):
+        for m in ("bdc", "transport"):
+            curve = np.array([_value(runs, metric, group, method=m, calibration_size=s, strength=params["strength"])
+                              for s in sizes]).T
+            plotting.mean_band(ax, sizes, curve, METHOD_LABELS[m])
+        ax.axhline(np.mean(_value(runs, metric, group, method="target")), color="grey", ls=":", lw=0.8,
+                   label="target alone")
+        ax.set(title=title, xlabel="calibration set size (sentences)", ylabel=ylabel, xscale="log")
+    axes[0][0].legend(fontsize=7)
+    plotting.save(fig, fig_dir / "calibration_size.png")
+
+    # summary table: every method at its default setting, per task
+    rows = []
+    for m in methods:
+        for t in tasks + ["low-resource mean", "knowledge mean"]:
+            group = low if t == "low-resource mean" else know if t == "knowledge mean" else [t]
+            rows.append({"method": METHOD_LABELS[m], "task": t,
+                         "cloze": claims.fmt(_value(runs, "cloze", group, **_setting(m, params))),
+                         "ppl": claims.fmt(_value(runs, "ppl", group, **_setting(m, params))),
+                         "general_ppl": claims.fmt(_value(runs, "general_ppl", group, **_setting(m, params)))})
+    io.write_csv(out / "summary.csv", rows, ["method", "task", "cloze", "ppl", "general_ppl"])
+
+    scale = params["scale"]
+    bdc_s, tm_s, tml_s = (_setting(m, params) for m in ("bdc", "transport", "transport_lora"))
+    rows = [
+        claims.row(P, "BDC-Merge beats Transport and Merge on low-resource languages", "cloze accuracy, higher is better",
+                   "BDC-Merge", _value(runs, "cloze", low, **bdc_s), "Transport and Merge",
+                   _value(runs, "cloze", low, **tm_s), True, scale, "tasks.png"),
+        claims.row(P, "BDC-Merge beats Transport and Merge on specialised knowledge", "cloze accuracy, higher is better",
+                   "BDC-Merge", _value(runs, "cloze", know, **bdc_s), "Transport and Merge",
+                   _value(runs, "cloze", know, **tm_s), True, scale, "tasks.png"),
+        claims.row(P, "BDC-Merge beats Transport and Merge on low-resource languages", "perplexity, lower is better",
+                   "BDC-Merge", _value(runs, "ppl", low, **bdc_s), "Transport and Merge",
+                   _value(runs, "ppl", low, **tm_s), False, scale, "tasks.png"),
+        claims.row(P, "BDC-Merge beats Transport and Merge on specialised knowledge", "perplexity, lower is better",
+                   "BDC-Merge", _value(runs, "ppl", know, **bdc_s), "Transport and Merge",
+                   _value(runs, "ppl", know, **tm_s), False, scale, "tasks.png"),
+        claims.row(P, "BDC-Merge without training beats Transport and Merge with LoRA adaptation (low-resource)",
+                   "perplexity, lower is better", "BDC-Merge", _value(runs, "ppl", low, **bdc_s),
+                   "Transport and Merge + LoRA", _value(runs, "ppl", low, **tml_s), False, scale, "tasks.png"),
+        claims.row(P, "BDC-Merge improves the target on low-resource languages", "perplexity, lower is better",
+                   "BDC-Merge", _value(runs, "ppl", low, **bdc_s), "target alone",
+                   _value(runs, "ppl", low, method="target"), False, scale, "tasks.png"),
+    ]
+    general_bdc = _value(runs, "general_ppl", tasks, **bdc_s)
+    general_target = _value(runs, "general_ppl", tasks, method="target")
+    ratio = float(np.mean(general_bdc) / np.mean(general_target))
+    tol = params["general_tolerance"]
+    verdict = "yes" if ratio <= 1 + tol else "partly" if ratio <= 1 + 3 * tol else "no"
+    rows.append(claims.row(P, f"BDC-Merge largely preserves general ability (high-resource perplexity within {tol:.0%} of the target)",
+                           "held-out high-resource perplexity, lower is better", "BDC-Merge", general_bdc,
+                           "target alone", general_target, False, scale, "strength.png", reproduced=verdict))
+    claims.write_claims(out / "claims.csv", rows)
+    return [fig_dir / "tasks.png", fig_dir / "strength.png", fig_dir / "calibration_size.png",
+            out / "summary.csv", out / "claims.csv"]

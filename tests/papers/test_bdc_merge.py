@@ -1,0 +1,234 @@
+"""BDC-Merge against independent references: dcor's distance correlation (plain and bias-corrected),
+independence, the strength-0 identity of fusion, and Hugging Face round trips of merged models;
+the shared corpora, tokenizer and LM helpers on tiny sizes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from neurips26.core import lm
+from neurips26.data import lm_corpora
+from neurips26.papers.bdc_merge import activations as act
+from neurips26.papers.bdc_merge import baselines, bdcorr, check_config, method
+
+dcor = pytest.importorskip("dcor")
+
+
+def _pair(seed, n, p, q, dependent=True):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, p))
+    y = rng.standard_normal((n, q))
+    if dependent:
+        y[:, 0] += np.sin(2 * x[:, 0]) + x[:, -1] ** 2
+    return x, y
+
+
+@pytest.mark.parametrize("n, p, q", [(30, 1, 1), (40, 3, 5), (25, 6, 2)])
+def test_distance_correlation_equals_dcor(n, p, q):
+    x, y = _pair(n, n, p, q)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    assert float(bdcorr.distance_correlation(tx, ty)) == pytest.approx(dcor.distance_correlation(x, y), abs=1e-10)
+    assert float(bdcorr.distance_correlation_sqr(tx, ty)) == pytest.approx(
+        dcor.distance_correlation_sqr(x, y), abs=1e-10)
+    assert float(bdcorr.distance_covariance_sqr(tx, ty)) == pytest.approx(dcor.distance_covariance_sqr(x, y), abs=1e-10)
+
+
+@pytest.mark.parametrize("n, p, q", [(30, 1, 1), (40, 3, 5), (25, 6, 2)])
+def test_bias_corrected_distance_correlation_equals_dcor(n, p, q):
+    x, y = _pair(n + 1, n, p, q)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    ours = float(bdcorr.distance_correlation_sqr(tx, ty, bias_corrected=True))
+    assert ours == pytest.approx(dcor.u_distance_correlation_sqr(x, y), abs=1e-10)
+    assert float(bdcorr.distance_covariance_sqr(tx, ty, bias_corrected=True)) == pytest.approx(
+        dcor.u_distance_covariance_sqr(x, y), abs=1e-10)
+
+
+@pytest.mark.parametrize("memory_bytes", [2_000, 60_000, 256 * 2**20])
+def test_neuron_level_matches_a_loop_over_dcor_for_every_chunking(memory_bytes):
+    x, y = _pair(5, 36, 7, 5)
+    ours = bdcorr.neuron_distance_correlation(torch.from_numpy(x), torch.from_numpy(y), memory_bytes=memory_bytes)
+    ref = np.array([[dcor.distance_correlation(x[:, i], y[:, j]) for j in range(5)] for i in range(7)])
+    np.testing.assert_allclose(ours.numpy(), ref, atol=1e-10)
+
+
+def test_neuron_level_in_float32_matches_dcor_to_1e_6():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 6)).astype(np.float32)
+    y = (np.tanh(x[:, :4]) + 0.3 * rng.standard_normal((64, 4))).astype(np.float32)
+    ours = bdcorr.neuron_distance_correlation(torch.from_numpy(x), torch.from_numpy(y)).numpy()
+    ref = np.array([[dcor.distance_correlation(x[:, i].astype(float), y[:, j].astype(float)) for j in range(4)]
+                    for i in range(6)])
+    np.testing.assert_allclose(ours, ref, atol=1e-6)
+
+
+def test_independence_gives_bias_corrected_values_near_zero():
+    vals = []
+    for seed in range(20):
+        x, y = _pair(100 + seed, 200, 3, 4, dependent=False)
+        vals.append(float(bdcorr.distance_correlation_sqr(torch.from_numpy(x), torch.from_numpy(y), bias_corrected=True)))
+    plain = float(bdcorr.distance_correlation_sqr(*map(torch.from_numpy, _pair(7, 200, 3, 4, False))))
+    assert abs(np.mean(vals)) < 0.003             # unbiased: centred on zero
+    assert min(vals) < 0 < max(vals)
+    assert plain > 5 * abs(np.mean(vals))          # the plain estimator is biased upwards
+    x, y = _pair(9, 200, 3, 4, dependent=False)
+    y[:, :3] = 0.2 * y[:, :3] + np.abs(x)        # dependent but uncorrelated
+    assert float(bdcorr.distance_correlation_sqr(torch.from_numpy(x), torch.from_numpy(y), bias_corrected=True)) > 3 * max(vals)
+
+
+def test_lift_recovers_a_signed_scaled_permutation():
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.standard_normal((80, 5))).float()
+    perm, signs, scales = [3, 0, 4, 1, 2], torch.tensor([1.0, -1, 1, -1, 1]), torch.tensor([2.0, 0.5, 1, 3, 1.5])
+    y = x[:, perm] * signs * scales
+    D = bdcorr.neuron_distance_correlation(x, y)
+    op = method.lift(D, act.pearson(x, y), x.std(0), y.std(0), top_k=1)
+    torch.testing.assert_close(x @ op.T, y, atol=1e-4, rtol=1e-4)
+
+
+def _tiny_models(vocab=40):
+    torch.manual_seed(0)
+    source = lm.build_model("llama", vocab, 24, 3, 2, 48, 64)
+    target = lm.build_model("qwen2", vocab, 16, 2, 2, 32, 64)
+    return source, target
+
+
+def _fake_acts(model, n=30, seed=0):
+    ids = torch.randint(4, 40, (3, 10), generator=torch.Generator().manual_seed(seed))
+    layers = act.decoder_layers(model)
+    store = {}
+    hooks = []
+    for i, layer in enumerate(layers):
+        for name, (path, s_in, s_out) in act.MATRICES.items():
+            mod = act.submodule(layer, path)
+            hooks.append(mod.register_forward_hook(lambda m, a, o, i=i, s_in=s_in, s_out=s_out: store.update(
+                {(i, s_in): a[0].reshape(-1, a[0].shape[-1])[:n], (i, s_out): o.reshape(-1, o.shape[-1])[:n]})))
+    hooks.append(model.get_input_embeddings().register_forward_hook(
+        lambda m, a, o: store.update({("model", "embed_out"): o.reshape(-1, o.shape[-1])[:n]})))
+    hooks.append(model.get_output_embeddings().register_forward_hook(
+        lambda m, a, o: store.update({("model", "head_in"): a[0].reshape(-1, a[0].shape[-1])[:n]})))
+    with torch.no_grad():
+        out = model(input_ids=ids, output_hidden_states=True)
+    for h in hooks:
+        h.remove()
+    layers_acts = [{k[1]: v.detach().float() for k, v in store.items() if k[0] == i} for i in range(len(layers))]
+    for i in range(len(layers)):
+        layers_acts[i]["hidden"] = out.hidden_states[i + 1].reshape(-1, out.hidden_states[i + 1].shape[-1])[:n].float()
+    return act.Activations(layers_acts, {k[1]: v.detach().float() for k, v in store.items() if k[0] == "model"}), ids
+
+
+def test_strength_zero_leaves_the_target_unchanged_and_merged_models_round_trip(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    source, target = _tiny_models()
+    acts_s, ids = _fake_acts(source)
+    acts_t, _ = _fake_acts(target)
+    plans = {"bdc": method.plan(acts_s, acts_t, list(act.MATRICES) + ["embed_tokens", "lm_head"], 1, 3, 10**6, True),
+             "transport": baselines.transport_plan(acts_s, acts_t, ["q_proj", "k_proj", "v_proj", "o_proj"], 0.05, 0.05, 2000),
+             "naive": baselines.truncation_plan(source, target, list(act.MATRICES) + ["embed_tokens", "lm_head"])}
+    with torch.no_grad():
+        reference = target(input_ids=ids).logits
+    for name, fusion in plans.items():
+        same = method.fuse(source, target, fusion, 0.0)
+        with torch.no_grad():
+            assert torch.equal(same(input_ids=ids).logits, reference), name
+        merged = method.fuse(source, target, fusion, 0.4)
+        with torch.no_grad():
+            logits = merged(input_ids=ids).logits
+        assert not torch.allclose(logits, reference), name     # fusion changed the function
+        merged.save_pretrained(tmp_path / name, safe_serialization=True)
+        loaded = AutoModelForCausalLM.from_pretrained(tmp_path / name)
+        assert type(loaded).__name__ == "Qwen2ForCausalLM"
+        with torch.no_grad():
+            torch.testing.assert_close(loaded(input_ids=ids).logits, logits)
+    # the target itself is untouched by fusing
+    with torch.no_grad():
+        assert torch.equal(target(input_ids=ids).logits, reference)
+
+
+def test_fusion_is_affine_in_the_strength():
+    source, target = _tiny_models()
+    acts_s, _ = _fake_acts(source)
+    acts_t, _ = _fake_acts(target)
+    fusion = method.plan(acts_s, acts_t, ["v_proj", "down_proj"], 2, 2, 10**6, True)
+    w = [act.submodule(act.decoder_layers(method.fuse(source, target, fusion, a))[1], "mlp.down_proj").weight
+         for a in (0.0, 0.5, 1.0)]
+    torch.testing.assert_close(w[1], 0.5 * (w[0] + w[2]))
+    assert torch.allclose(fusion.layer_weights.sum(0).float(), torch.ones(2))
+
+
+def test_transport_maps_are_barycentric_and_match_pot():
+    import ot
+
+    x, y = _pair(2, 50, 6, 4)
+    tx, ty = torch.from_numpy(x).float(), torch.from_numpy(y).float()
+    out, inn, cost = baselines.transport_maps(tx, ty, 0.1, 2000)
+    C = 1 - np.corrcoef(x.T, y.T)[:6, 6:]
+    Q = ot.sinkhorn(np.full(6, 1 / 6), np.full(4, 1 / 4), C, 0.1, numItermax=2000)
+    np.testing.assert_allclose(out.numpy(), (Q.T / Q.sum(0)[:, None]), atol=1e-4)
+    np.testing.assert_allclose(out.sum(1).numpy(), 1, atol=1e-5)
+    np.testing.assert_allclose(inn.sum(1).numpy(), 1, atol=1e-5)
+    assert cost == pytest.approx(float((C * Q).sum()), abs=1e-4)
+
+
+def test_corpora_tokenizer_and_cloze_scoring(tmp_path):
+    cfg = {"seed": 0, "lexicon": {"nouns_per_class": 5, "verbs_per_frame": 2, "intransitive": 2, "adjectives": 3,
+                                  "prepositions": 2},
+           "high_resource_sentences": 200, "low_resource_sentences": 60, "valid_sentences": 10, "cloze_questions": 6,
+           "low_resource": {"lr_a": {"consonants": "ptkmn", "vowels": "aiu", "order": "SOV", "adjective_after": True,
+                                     "determiners": False, "plural": "particle", "agreement": "none",
+                                     "object_case": "suffix", "postpositions": True}},
+           "knowledge": {"sets": ["kb"], "entities": 5, "attributes": 2, "values": 4, "repeats": 2}}
+    manifest = lm_corpora.generate(tmp_path / "c", cfg)
+    assert {k: v["kind"] for k, v in manifest["corpora"].items()} == {"high": "high", "lr_a": "low", "kb": "knowledge"}
+    high = lm_corpora.read_lines(tmp_path / "c", "high", "train")
+    low = lm_corpora.read_lines(tmp_path / "c", "lr_a", "train")
+    assert not set(" ".join(high).split()) & set(" ".join(low).split()) - {"."}    # own vocabulary
+    # not a token cipher: sentence lengths differ between the languages for the same grammar
+    assert abs(np.mean([len(s.split()) for s in high]) - np.mean([len(s.split()) for s in low])) > 0.2
+    for item in lm_corpora.read_cloze(tmp_path / "c", "lr_a") + lm_corpora.read_cloze(tmp_path / "c", "kb"):
+        assert len(set(item["choices"])) == 4 and 0 <= item["answer"] < 4
+    tok = lm.train_tokenizer(high + low, 120, tmp_path / "tok")
+    lm.train_tokenizer(high + low, 120, tmp_path / "tok_again")
+    assert (tmp_path / "tok" / "tokenizer.json").read_bytes() == (tmp_path / "tok_again" / "tokenizer.json").read_bytes()
+    tok2 = lm.load_tokenizer(tmp_path / "tok")
+    assert tok2("a b")["input_ids"][0] == tok2.bos_token_id and len(tok2) == len(tok)
+    model = lm.build_model("qwen2", len(tok2), 16, 1, 2, 32, 64, tokenizer=tok2).eval()
+    items = lm_corpora.read_cloze(tmp_path / "c", "kb")
+    # brute force: score each completed text by hand, summing log p of the tokens from the choice on
+    correct = 0
+    for it in items:
+        scores = []
+        for c in it["choices"]:
+            text = it["prefix"] + c + it["suffix"]
+            enc = tok2(text, return_offsets_mapping=True)
+            ids = torch.tensor([enc["input_ids"]])
+            with torch.no_grad():
+                logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1], -1)
+            s = sum(float(logp[t - 1, ids[0, t]]) for t in range(1, ids.shape[1])
+                    if enc["offset_mapping"][t][1] > len(it["prefix"]))
+            scores.append(s)
+        correct += int(np.argmax(scores) == it["answer"])
+    assert lm.cloze_accuracy(model, tok2, items, batch_size=5) == pytest.approx(correct / len(items))
+    texts = lm_corpora.read_lines(tmp_path / "c", "high", "valid")
+    sums, counts = lm.sequence_logprobs(model, tok2, texts, batch_size=3)
+    with torch.no_grad():
+        ids = torch.tensor([tok2(texts[0])["input_ids"]])
+        loss = model(input_ids=ids, labels=ids).loss
+    assert -sums[0] / counts[0] == pytest.approx(float(loss), rel=1e-5)
+
+
+def test_word_positions_and_config_checks():
+    assert act.word_positions("ab cd", [(0, 0), (0, 1), (1, 2), (3, 5)]) == [2, 3]
+    with pytest.raises(ValueError, match="word boundary"):
+        act.word_positions("ab cd", [(0, 0), (0, 1), (3, 4)])
+    block = {"calibration": {"sizes": [8], "size": 16}, "strengths": [0.1], "strength": 0.3,
+             "transport": {"matrices": ["embed_tokens"]}, "bdc": {"matrices": ["q_proj"]}}
+    problems = check_config(block)
+    assert any(p.startswith("calibration.size") for p in problems)
+    assert any(p.startswith("strength") for p in problems)
+    assert any(p.startswith("transport.matrices") for p in problems)
+    assert json.dumps(problems)
