@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .papers import available, info
+from .papers import SHARED, available, info, steps_module
 
 
 def _step_help() -> str:
@@ -25,8 +25,10 @@ def _step_help() -> str:
         lines.append(f"  {paper:<16} {' -> '.join(mod.STEPS)}    {mod.TITLE}")
     lines += ["", "other commands:",
               "  list             each enabled paper with the variants and seeds the config would run",
-              "  report           gather every paper's claims.csv into results/summary.{md,csv}",
-              "  lm_assets        shared language-model assets: corpora -> tokenizer -> pretrain"]
+              "  report           gather every paper's claims.csv into results/summary.{md,csv}"]
+    for name in SHARED:
+        mod = info(name)
+        lines.append(f"  {name:<16} {' -> '.join(mod.STEPS)}    {mod.TITLE}")
     return "\n".join(lines)
 
 
@@ -41,17 +43,8 @@ def _parse_inputs(items: list[str]) -> dict[str, Path]:
     return inputs
 
 
-def _shared_module():
-    """The shared language-model assets' steps (workflow/rules/shared.smk)."""
-    from .core import lm_assets
-
-    return lm_assets
-
-
 def _run_step(paper: str, step: str, args) -> int:
-    import importlib
-
-    mod = _shared_module() if paper == "lm_assets" else info(paper)
+    mod = info(paper)
     if step not in mod.STEPS:
         raise SystemExit(f"neurips26: paper '{paper}' has no step '{step}'; steps: {', '.join(mod.STEPS)}")
     try:
@@ -70,7 +63,7 @@ def _run_step(paper: str, step: str, args) -> int:
     from .core import seeding, tracking
 
     seeding.seed_everything(int(params.get("seed", 0)), threads=args.threads)
-    steps = mod if paper == "lm_assets" else importlib.import_module(f"{mod.__name__}.steps")
+    steps = steps_module(paper)
     started = time.perf_counter()
     try:
         with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking) as run:
@@ -131,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     p_report.add_argument("--out", required=True)
     p_report.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
 
-    for paper in [*available(), "lm_assets"]:
-        mod = _shared_module() if paper == "lm_assets" else info(paper)
+    for paper in [*available(), *SHARED]:
+        mod = info(paper)
         p = sub.add_parser(paper, help=mod.TITLE)
         p.add_argument("step", choices=mod.STEPS)
         p.add_argument("--params", default="{}", help="the step's params as JSON")

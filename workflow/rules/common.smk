@@ -107,9 +107,10 @@ def grid(paper, pattern):
 
 def start_tracking():
     from neurips26.core import tracking
+    from neurips26.papers import SHARED
 
     try:
-        tracking.start_invocation(PAPERS + ["summary", "lm_assets"])
+        tracking.start_invocation(PAPERS + ["summary", *SHARED])
     except Exception as exc:
         if tracking.is_tracking_error(exc):
             raise WorkflowError(f"MLflow tracking at {tracking.tracking_uri()} is unreachable: {exc}") from None

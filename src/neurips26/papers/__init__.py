@@ -19,7 +19,21 @@ def available() -> list[str]:
                   if m.ispkg and (here / m.name / "steps.py").exists())
 
 
+# Step groups that are not papers: assets several papers share (rules in workflow/rules/shared.smk).
+# Each module defines TITLE, STEPS and the step functions itself (no separate steps.py).
+SHARED = {"lm_assets": "neurips26.core.lm_assets"}
+
+
 def info(paper: str):
+    """The package of a paper, or the module of a shared step group (TITLE, STEPS)."""
+    if paper in SHARED:
+        return importlib.import_module(SHARED[paper])
     if paper not in available():
         raise KeyError(f"unknown paper '{paper}'; known papers: {', '.join(available())}")
     return importlib.import_module(f"{__name__}.{paper}")
+
+
+def steps_module(paper: str):
+    """The module holding the step functions of a paper (its steps.py) or of a shared group."""
+    mod = info(paper)
+    return mod if paper in SHARED else importlib.import_module(f"{mod.__name__}.steps")
