@@ -103,6 +103,18 @@ def test_against_nacll_port(family, theta0):
     u = _u(7, 9, seed=9)
     ours = M.log_density(tree, M.generators_from_thetas(tree), u).numpy()
     np.testing.assert_allclose(ours, B.nacll_log_density(family, theta0, thetas, sizes, u.numpy()), rtol=1e-9, atol=1e-9)
+    r_structured = B.nacll_log_density(family, theta0, thetas, sizes, u.numpy(), per_element_prod=True)
+    np.testing.assert_allclose(ours, r_structured, rtol=1e-9, atol=1e-9)
+
+
+def test_blockparts_enumerates_every_index_vector_once():
+    """Q_k of nacLL against a brute-force enumeration: every j with 1 <= j_s <= d_s, by its sum."""
+    import itertools
+    sizes = (3, 1, 4)
+    parts = B._blockparts(sizes)
+    for k in range(len(sizes), sum(sizes) + 1):
+        brute = sorted(j for j in itertools.product(*[range(1, s + 1) for s in sizes]) if sum(j) == k)
+        assert sorted(map(tuple, parts[k].T.tolist())) == brute
 
 
 def test_high_dimension_stays_finite_and_matches_nacll():
@@ -233,7 +245,7 @@ def test_real_format_loaders(tmp_path):
 
 def test_check_config_names_keys():
     problems = check_config({"simulate": {"root_theta": 2.0, "group_sizes": [2, 2], "group_thetas": [1.0]},
-                             "speed": {"speedup_dim": 35, "nacll_dims": [4], "ours_dims": [35]},
+                             "speed": {"speedup_dim": 35, "nacll_dims": [4], "nacll_r_dims": [35], "ours_dims": [35]},
                              "survival": {"families": ["nope"]}})
     text = "\n".join(problems)
     assert "simulate.group_thetas" in text and "speed.speedup_dim" in text and "survival.families" in text

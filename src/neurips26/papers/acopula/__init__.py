@@ -15,8 +15,8 @@ def check_config(block: dict) -> list[str]:
     if any(t < sim.get("root_theta", 0) for t in sim.get("group_thetas", [])):
         problems.append("simulate.group_thetas: nesting condition needs every group theta >= simulate.root_theta")
     speed = block.get("speed", {})
-    if speed.get("speedup_dim") not in speed.get("nacll_dims", []) or speed.get("speedup_dim") not in speed.get("ours_dims", []):
-        problems.append("speed.speedup_dim: must be in both speed.nacll_dims and speed.ours_dims")
+    if any(speed.get("speedup_dim") not in speed.get(k, []) for k in ("nacll_dims", "nacll_r_dims", "ours_dims")):
+        problems.append("speed.speedup_dim: must be in speed.nacll_dims, speed.nacll_r_dims and speed.ours_dims")
     for key in ("stocks", "survival"):
         for fam in block.get(key, {}).get("families", []):
             if fam not in _FAMILIES:

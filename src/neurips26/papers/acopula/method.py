@@ -128,7 +128,7 @@ def log_density(root: Node, gens: dict[int, G.Generator], u: torch.Tensor,
         leaf_cols = [c for c in node.children if isinstance(c, int)]
         K = len(node.leaves())
         t = torch.zeros(batch, dtype=torch.float64)
-        T = one(batch)
+        T = None  # the unit polynomial until a first factor arrives
         if leaf_cols:
             t_l, T = leaf_part(g, u[..., leaf_cols], observed[..., leaf_cols])
             t = t + t_l
@@ -153,7 +153,7 @@ def log_density(root: Node, gens: dict[int, G.Generator], u: torch.Tensor,
             t = t + a_c
             Qs.append(Q_c)
         for Q in Qs:
-            T = poly_mul(T, Q, K)
+            T = Q if T is None else poly_mul(T, Q, K)
         if parent is None:
             return t, T
         phi = parent.inner(g, t, K)  # Taylor coefficients of psi_p^{-1}(psi_v(t + w))

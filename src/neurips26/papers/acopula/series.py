@@ -186,7 +186,7 @@ def linear_pow(a: LogSeries, alpha: torch.Tensor) -> LogSeries:
     K = a.order
     if bool((a.sign[..., 0] <= 0).any()):  # outside the domain: NaN, rejected by the caller
         return LogSeries(torch.full_like(a.log, math.nan), a.sign)
-    alpha = alpha.expand(a.log.shape[:-1]) if alpha.dim() == 0 else alpha
+    # binom(alpha, n) once per distinct alpha: a scalar alpha stays (K+1,) and broadcasts
     i = torch.arange(K, dtype=a.log.dtype)
     factors = alpha[..., None] - i  # alpha - i, i = 0..K-1
     lf = torch.cumsum(_safe_log_abs(factors), -1)
