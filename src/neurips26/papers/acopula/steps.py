@@ -247,7 +247,7 @@ def figures(params, inputs, out: Path):
     ax.set_xlabel("dimension d (two-level nested Clayton)")
     ax.set_ylabel("seconds per density evaluation")
     ax.set_title("Per-density time against dimension")
-    ax.legend()
+    ax.legend(loc="lower right", fontsize=8)
     plotting.save(fig, figdir / "speed.png")
 
     # censoring figure
