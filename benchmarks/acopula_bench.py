@@ -20,9 +20,9 @@ from neurips26.papers.acopula.steps import loglog_slope, measure_speed
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=1000, help="observations per call for d <= 35")
+    ap.add_argument("--rows", type=int, default=1000, help="observations per call for d <= 42")
     ap.add_argument("--rows-r", type=int, default=4, help="observations per call of the R-structured nacLL port")
-    ap.add_argument("--large-rows", type=int, default=8, help="observations per call for d > 35")
+    ap.add_argument("--large-rows", type=int, default=8, help="observations per call for d > 42")
     ap.add_argument("--max-d", type=int, default=2002)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
