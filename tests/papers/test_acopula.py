@@ -3,6 +3,7 @@ gradients against finite differences; sampler against the generators' Kendall's 
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -109,7 +110,6 @@ def test_against_nacll_port(family, theta0):
 
 def test_blockparts_enumerates_every_index_vector_once():
     """Q_k of nacLL against a brute-force enumeration: every j with 1 <= j_s <= d_s, by its sum."""
-    import itertools
     sizes = (3, 1, 4)
     parts = B._blockparts(sizes)
     for k in range(len(sizes), sum(sizes) + 1):

@@ -16,14 +16,11 @@ of sectors, which is what acopula's polynomial powering replaces.
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
 import torch
 from scipy.special import gammaln, logsumexp
-
-from . import generators as G
 
 
 # ---------------------------------------------------------------- nacLL port

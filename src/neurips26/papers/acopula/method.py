@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import generators as G
-from .series import (LogSeries, compose_powers, log_factorials, monomial, one, poly_mul,
+from .series import (compose_powers, log_factorials, monomial, poly_mul,
                      prod_last_batch_axis, signed_logsumexp)
 
 

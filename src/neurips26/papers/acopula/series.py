@@ -248,10 +248,6 @@ def poly_mul(a: LogSeries, b: LogSeries, order: int | None = None) -> LogSeries:
     return LogSeries(log, sign)
 
 
-def one(batch_shape, dtype=torch.float64) -> LogSeries:
-    return LogSeries(torch.zeros((*batch_shape, 1), dtype=dtype), torch.ones((*batch_shape, 1), dtype=dtype))
-
-
 def monomial(log_coeff: torch.Tensor, sign: torch.Tensor, degree: torch.Tensor, max_degree: int) -> LogSeries:
     """Per-row c z^k with k = degree[row] <= max_degree (leaf contributions of one node)."""
     n = torch.arange(max_degree + 1)

@@ -239,7 +239,7 @@ def figures(params, inputs, out: Path):
                        ("nacll_r", "nacLL port, dnac.R structure (per-element products)"),
                        ("nacll", "nacLL port, vectorised numpy (stronger)"),
                        ("naive", "naive nested autograd")):
-        ds = sorted(int(d) for d in timing.get(key, {}))
+        ds = sorted(int(d) for d in timing[key])
         if ds:
             ax.plot(ds, [timing[key][str(d)] for d in ds], marker="o", label=label)
     ax.set_xscale("log")
@@ -301,13 +301,13 @@ def figures(params, inputs, out: Path):
     d_ref = int(scfg["speedup_dim"])
     ours_ref = timing["ours"].get(str(d_ref), float("nan"))
     nac_ref = timing["nacll"].get(str(d_ref), float("nan"))
-    nac_r_ref = timing.get("nacll_r", {}).get(str(d_ref), float("nan"))
+    nac_r_ref = timing["nacll_r"].get(str(d_ref), float("nan"))
     speedup, speedup_r = nac_ref / ours_ref, nac_r_ref / ours_ref
     slope = loglog_slope(timing["ours"], int(scfg["slope_range"][0]), int(scfg["slope_range"][1]))
     columns = {"ours": "ours", "nacll_port_r_structure": "nacll_r", "nacll_port_vectorised": "nacll",
                "naive_autograd": "naive"}
     summary = [{"item": f"seconds per density, d={d}",
-                **{col: timing.get(key, {}).get(str(d), "") for col, key in columns.items()}}
+                **{col: timing[key].get(str(d), "") for col, key in columns.items()}}
                for d in sorted({int(x) for k in timing for x in timing[k]})]
     summary += [{"item": f"tau MAE ({m})", "ours": claims.fmt(mae[m])} for m in methods]
     summary += [{"item": f"AIC stocks {k}", "ours": f"{v['aic']:.2f}"} for k, v in stock["fits"].items()]
