@@ -2,7 +2,10 @@
 
     neurips26 <paper> <step> --params JSON --out DIR [--input NAME=PATH ...]
     neurips26 list [--configfile FILE ...]
-    neurips26 report --claims FILE ... --out DIR
+    neurips26 report --claims FILE ... --out DIR [--reference DIR]
+    neurips26 readme [--summary FILE] [PAPER ...]
+    neurips26 reference [--results DIR] [--out DIR]
+    neurips26 compare [A] [B]
 
 Heavy libraries (torch, lightning, mlflow) are imported inside the steps, so start-up is fast.
 """
@@ -25,7 +28,10 @@ def _step_help() -> str:
         lines.append(f"  {paper:<16} {' -> '.join(mod.STEPS)}    {mod.TITLE}")
     lines += ["", "other commands:",
               "  list             each enabled paper with the variants and seeds the config would run",
-              "  report           gather every paper's claims.csv into results/summary.{md,csv}"]
+              "  report           gather every paper's claims.csv into results/summary.{md,csv}",
+              "  readme           regenerate each paper README's claims table from a summary.csv",
+              "  reference        copy results/summary.csv into reference/ with the commit, config and machine",
+              "  compare          rows whose verdict or number moved between two summaries (default reference/ vs results/)"]
     for name in SHARED:
         mod = info(name)
         lines.append(f"  {name:<16} {' -> '.join(mod.STEPS)}    {mod.TITLE}")
@@ -103,9 +109,44 @@ def _report(args) -> int:
     out = Path(args.out)
     with tracking.job_run("summary", "report", {"claims": args.claims}, out,
                           job={"rule": "report"}, enabled=not args.no_tracking) as run:
-        run.outputs = report.summarize([Path(p) for p in args.claims], out)
+        written = report.summarize([Path(p) for p in args.claims], out)
+        if args.reference:
+            from .core import reference
+
+            result, md = reference.compare_folders(Path(args.reference), out, out / "compare.md")
+            written.append(md)
+            print(report.compare_outcome(result))
+        run.outputs = written
     print(f"neurips26 report: {out / 'summary.md'}")
     return 0
+
+
+def _readme(args) -> int:
+    from .core import reference
+
+    changed = reference.write_readmes(Path(args.summary), args.papers or None, check=args.check)
+    for path in changed:
+        print(f"{'out of date' if args.check else 'updated'}: {path}")
+    return 1 if (args.check and changed) else 0
+
+
+def _reference(args) -> int:
+    from .core import reference
+
+    written = reference.make_reference(Path(args.results), Path(args.out), args.configfile)
+    print("\n".join(f"wrote {p}" for p in written))
+    return 0
+
+
+def _compare(args) -> int:
+    from .core import reference
+
+    a, b = Path(args.a), Path(args.b)
+    md_out = Path(args.markdown) if args.markdown else ((b if b.is_dir() else b.parent) / "compare.md")
+    result, md = reference.compare_folders(a, b, md_out, tolerance=args.tolerance)
+    print(md.read_text() if args.verbose else reference.terminal_table(result))
+    print(f"written: {md}")
+    return 1 if (result["changed"] or result["only_reference"] or result["only_current"]) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="neurips26", description="Re-run NeurIPS 2026 papers against their baselines.",
         epilog=_step_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="{<paper>,list,report}")
+    sub = parser.add_subparsers(dest="command", metavar="{<paper>,list,report,readme,reference,compare}")
 
     p_list = sub.add_parser("list", help="papers, variants and seeds the config would run")
     p_list.add_argument("--configfile", action="append", default=[], help="extra config on top of config/config.yaml")
@@ -123,6 +164,24 @@ def main(argv: list[str] | None = None) -> int:
     p_report.add_argument("--claims", nargs="+", required=True)
     p_report.add_argument("--out", required=True)
     p_report.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+    p_report.add_argument("--reference", default="", help="folder with a reference summary.csv: also write compare.md")
+
+    p_readme = sub.add_parser("readme", help="regenerate the claims table of each paper README")
+    p_readme.add_argument("papers", nargs="*", help="papers to update (default: every paper in the summary)")
+    p_readme.add_argument("--summary", default="reference/summary.csv", help="summary.csv (or a paper's claims.csv) to read")
+    p_readme.add_argument("--check", action="store_true", help="only report READMEs that differ; exit 1 if any")
+
+    p_ref = sub.add_parser("reference", help="record results/summary.csv as the reference run")
+    p_ref.add_argument("--results", default="results")
+    p_ref.add_argument("--out", default="reference")
+    p_ref.add_argument("--configfile", action="append", default=[], help="configs the run used on top of config/config.yaml")
+
+    p_cmp = sub.add_parser("compare", help="compare two summaries: verdicts changed, numbers moved, rows on one side")
+    p_cmp.add_argument("a", nargs="?", default="reference", help="reference folder or summary.csv (default reference/)")
+    p_cmp.add_argument("b", nargs="?", default="results", help="folder or summary.csv to check (default results/)")
+    p_cmp.add_argument("--tolerance", type=float, default=0.05, help="relative change allowed for rows without an interval")
+    p_cmp.add_argument("--markdown", default="", help="where to write the markdown (default compare.md beside B)")
+    p_cmp.add_argument("--verbose", action="store_true", help="print the whole markdown instead of the table")
 
     for paper in [*available(), *SHARED]:
         mod = info(paper)
@@ -144,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         return _list(args)
     if args.command == "report":
         return _report(args)
+    if args.command in ("readme", "reference", "compare"):
+        return {"readme": _readme, "reference": _reference, "compare": _compare}[args.command](args)
     return _run_step(args.command, args.step, args)
 
 

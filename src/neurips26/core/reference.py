@@ -1,0 +1,101 @@
+"""The reference run in the repository (`reference/`): its summary.csv with the commit, config
+hash and machine that made it; each paper README's claims table generated from it; and the
+comparison of a run against it (`neurips26 compare`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Sequence
+
+from .claims import COLUMNS
+from .io import read_csv, read_json, write_csv, write_json, write_text
+from .report import compare, compare_markdown, read_claims, readme_with_table
+
+PAPERS_DIR = Path(__file__).resolve().parents[1] / "papers"
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _summary_file(path: Path) -> Path:
+    path = Path(path)
+    return path / "summary.csv" if path.is_dir() else path
+
+
+def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), workflow_dir: Path = Path(".")) -> list[Path]:
+    """reference/summary.csv (every column) and reference/run.json (commit, config hash, machine)."""
+    from .config import load_config
+    from .tracking import git_state
+
+    rows = read_claims([_summary_file(results)])
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "summary.csv", rows, COLUMNS)
+    import torch
+
+    git = git_state(workflow_dir)
+    meta = {"commit": git["commit"], "dirty": git["dirty"],
+            "configfiles": ["config/config.yaml", *configfiles],
+            "config_hash": config_hash(load_config(workflow_dir, list(configfiles))),
+            "machine": {"system": platform.system(), "arch": platform.machine(), "cpus": os.cpu_count(),
+                        "python": platform.python_version(), "torch": torch.__version__},
+            "rows": len(rows), "papers": sorted({r["paper"] for r in rows})}
+    write_json(out / "run.json", meta)
+    return [out / "summary.csv", out / "run.json"]
+
+
+def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05) -> tuple[dict, Path]:
+    """Compare summary B against reference A (folders holding summary.csv, or the files)."""
+    ref_rows, cur_rows = read_claims([_summary_file(a)]), read_claims([_summary_file(b)])
+    result = compare(ref_rows, cur_rows, tolerance)
+    text = compare_markdown(result, str(_summary_file(a)), str(_summary_file(b)))
+    meta = _summary_file(a).parent / "run.json"
+    if meta.exists():
+        m = read_json(meta)
+        text += (f"\nReference made at commit `{m.get('commit', '?')[:12]}` with "
+                 f"{', '.join(m.get('configfiles', []))} (config hash {m.get('config_hash', '?')}).\n")
+    write_text(md_out, text)
+    return result, md_out
+
+
+def terminal_table(result: dict) -> str:
+    from .report import compare_outcome
+
+    lines = [compare_outcome(result)]
+    for a, b in result["changed"]:
+        lines.append(f"  verdict  {a['paper']:<16} {a['claim'][:60]:<60} {a['reproduced']:>12} -> {b['reproduced']}")
+    for a, b in result["moved"]:
+        lines.append(f"  moved    {a['paper']:<16} {a['claim'][:60]:<60} {a['effect']} {a['interval']} -> {b['effect']}")
+    for r in result["only_reference"]:
+        lines.append(f"  dropped  {r['paper']:<16} {r['claim'][:60]}")
+    for r in result["only_current"]:
+        lines.append(f"  new      {r['paper']:<16} {r['claim'][:60]}")
+    return "\n".join(lines)
+
+
+def readme_path(paper: str) -> Path:
+    return PAPERS_DIR / paper / "README.md"
+
+
+def write_readmes(summary: Path, papers: Sequence[str] | None = None, check: bool = False) -> list[Path]:
+    """Replace the claims table of each paper's README with one generated from `summary`; with
+    `check`, write nothing and return the READMEs that differ."""
+    rows = read_csv(_summary_file(summary))
+    papers = papers or list(dict.fromkeys(r["paper"] for r in rows))
+    changed = []
+    for paper in papers:
+        path = readme_path(paper)
+        mine = [r for r in rows if r["paper"] == paper]
+        if not mine:
+            raise ValueError(f"{summary}: no claims rows for paper '{paper}'")
+        text = path.read_text()
+        new = readme_with_table(text, mine, "reference/summary.csv", path)
+        if new != text:
+            changed.append(path)
+            if not check:
+                write_text(path, new)
+    return changed
