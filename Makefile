@@ -5,7 +5,7 @@ VENV    := .venv
 STAMP   := $(VENV)/.installed
 CORES   ?= all
 
-.PHONY: run test smoke report clean-results
+.PHONY: run test smoke report reference clean-results
 
 $(STAMP): envs/requirements.lock pyproject.toml
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
@@ -22,6 +22,14 @@ run: $(STAMP)
 	@echo "Figures:  results/<paper>/figures/*.png"
 	@echo "Report:   results/report.html"
 	@echo "MLflow:   $(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/results/mlflow.db"
+	@echo "Compared with the reference run (reference/): results/compare.md"
+	@-$(VENV)/bin/neurips26 compare reference results | head -n 1
+
+# After a change that moves results on purpose: record this run as the reference and
+# regenerate every paper README's claims table from it (commit both).
+reference: $(STAMP)
+	$(VENV)/bin/neurips26 reference --results results --out reference
+	$(VENV)/bin/neurips26 readme --summary reference/summary.csv
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from neurips26.core.io import read_csv
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
-WORKFLOW_FILES = ["Snakefile", "workflow", "config", "profiles", "envs"]
+WORKFLOW_FILES = ["Snakefile", "workflow", "config", "profiles", "envs", "reference"]
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -131,7 +133,18 @@ def test_smoke_dag_outputs(smoke):
         assert (results / paper / "claims.csv").exists()
         assert list((results / paper / "figures").glob("*.png")), paper
         assert f"| {paper} |" in summary
-    assert "| smoke |" in summary
+    assert "Scale: smoke." in summary
+    assert (results / "compare.md").exists()
+
+
+@pytest.mark.workflow
+def test_smoke_dag_produces_every_claim_of_the_reference(smoke):
+    """The committed reference has a row for every claim the code produces, and no other."""
+    wf, _ = smoke
+    key = lambda r: (r["paper"], r["claim"], r["metric"], r["baseline"])  # noqa: E731
+    produced = {key(r) for r in read_csv(wf / "results" / "summary.csv")}
+    reference = {key(r) for r in read_csv(ROOT / "reference" / "summary.csv")}
+    assert produced == reference, {"only produced": produced - reference, "only in reference": reference - produced}
 
 
 @pytest.mark.workflow

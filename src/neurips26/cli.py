@@ -113,7 +113,8 @@ def _report(args) -> int:
         if args.reference:
             from .core import reference
 
-            result, md = reference.compare_folders(Path(args.reference), out, out / "compare.md")
+            result, md = reference.compare_folders(Path(args.reference), out, out / "compare.md",
+                                                   config_hash=args.config_hash)
             written.append(md)
             print(report.compare_outcome(result))
         run.outputs = written
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p_report.add_argument("--out", required=True)
     p_report.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p_report.add_argument("--reference", default="", help="folder with a reference summary.csv: also write compare.md")
+    p_report.add_argument("--config-hash", default="", help="hash of this run's config, named in compare.md")
 
     p_readme = sub.add_parser("readme", help="regenerate the claims table of each paper README")
     p_readme.add_argument("papers", nargs="*", help="papers to update (default: every paper in the summary)")

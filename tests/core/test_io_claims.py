@@ -1,4 +1,4 @@
-"""Atomic io, canonical JSON and the claims judge."""
+"""Atomic io and canonical JSON (claims rules: tests/core/test_claims.py)."""
 
 import json
 import math
@@ -39,27 +39,3 @@ def test_tensors_round_trip_with_metadata(tmp_path):
 def test_missing_input_names_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.json"):
         io.read_json(tmp_path / "nope.json")
-
-
-def test_mean_std_matches_statistics():
-    import statistics
-
-    vals = [1.0, 2.0, 4.0]
-    m, s = claims.mean_std(vals)
-    assert m == pytest.approx(statistics.mean(vals))
-    assert s == pytest.approx(statistics.stdev(vals))
-    assert math.isnan(claims.mean_std([])[0])
-
-
-def test_judge_directions():
-    assert claims.judge([10, 11, 12], [1, 2, 3], higher_is_better=True) == "yes"
-    assert claims.judge([10, 11, 12], [1, 2, 3], higher_is_better=False) == "no"
-    assert claims.judge([2.1, 1.0, 3.2], [2.0, 1.1, 3.0], higher_is_better=True) == "partly"
-    assert claims.judge([1.0], [float("nan")], higher_is_better=True) == "no"
-
-
-def test_claims_file_has_the_design_columns(tmp_path):
-    row = claims.row("p", "c", "m", "ours", [1, 2], "base", [0, 1], True, "smoke", "f.png")
-    claims.write_claims(tmp_path / "claims.csv", [row])
-    header = (tmp_path / "claims.csv").read_text().splitlines()[0].split(",")
-    assert header == claims.COLUMNS

@@ -22,6 +22,9 @@ THREADS = config["threads_per_job"]
 # The CLI of the interpreter that runs Snakemake, so rules need no activated venv.
 CLI = f"{sys.executable} -m neurips26"
 ENV = "../../envs/neurips26.yaml"
+# The committed reference run that `results/compare.md` checks this run against.
+REFERENCE = "reference/summary.csv"
+CONFIG_HASH = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 _TARGETS = {}
 _STAMPS = {}
 

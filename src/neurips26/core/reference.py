@@ -40,7 +40,7 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
     git = git_state(workflow_dir)
     meta = {"commit": git["commit"], "dirty": git["dirty"],
             "configfiles": ["config/config.yaml", *configfiles],
-            "config_hash": config_hash(load_config(workflow_dir, list(configfiles))),
+            "config_hash": config_hash(load_config(workflow_dir, list(configfiles))),  # as CONFIG_HASH in common.smk
             "machine": {"system": platform.system(), "arch": platform.machine(), "cpus": os.cpu_count(),
                         "python": platform.python_version(), "torch": torch.__version__},
             "rows": len(rows), "papers": sorted({r["paper"] for r in rows})}
@@ -48,7 +48,8 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
     return [out / "summary.csv", out / "run.json"]
 
 
-def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05) -> tuple[dict, Path]:
+def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05,
+                    config_hash: str = "") -> tuple[dict, Path]:
     """Compare summary B against reference A (folders holding summary.csv, or the files)."""
     ref_rows, cur_rows = read_claims([_summary_file(a)]), read_claims([_summary_file(b)])
     result = compare(ref_rows, cur_rows, tolerance)
@@ -58,6 +59,9 @@ def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05) -> 
         m = read_json(meta)
         text += (f"\nReference made at commit `{m.get('commit', '?')[:12]}` with "
                  f"{', '.join(m.get('configfiles', []))} (config hash {m.get('config_hash', '?')}).\n")
+        if config_hash and config_hash != m.get("config_hash"):
+            text += (f"This run's config hash is {config_hash}: another config than the reference's, "
+                     "so differences are expected.\n")
     write_text(md_out, text)
     return result, md_out
 

@@ -75,6 +75,7 @@ def summarize(claims_files: Sequence[Path], out: Path) -> list[Path]:
     claims = [r for r in rows if r["kind"] != "check"]
     lines = ["# neurips26: claims checked", "",
              f"{len(claims)} claims from {len(papers)} papers: {counts_line(rows)}.", "",
+             f"Scale: {', '.join(sorted({r['scale'] for r in rows}))}.", "",
              "| paper | yes | inconclusive | no | untested | checks passed |", "|---|---|---|---|---|---|"]
     for p in papers:
         c = counts([r for r in rows if r["paper"] == p])
