@@ -115,8 +115,13 @@ def _report(args) -> int:
 
             result, md = reference.compare_folders(Path(args.reference), out, out / "compare.md",
                                                    config_hash=args.config_hash)
-            written.append(md)
             print(report.compare_outcome(result))
+        else:
+            from .core.io import write_text
+
+            md = out / "compare.md"
+            write_text(md, "# Comparison\n\nNo reference run (reference/summary.csv) to compare with.\n")
+        written.append(md)
         run.outputs = written
     print(f"neurips26 report: {out / 'summary.md'}")
     return 0

@@ -1,0 +1,165 @@
+"""Where the time of a finished DAG run went: job time per paper and rule, time inside the steps
+against start-up, and the critical path.
+
+    python benchmarks/dag_profile.py [--configfile config/smoke.yaml] [--markdown]
+
+Reads every job's `benchmark:` file (wall seconds `s`) and its `log:` (the CLI's closing line
+"done in X s" is the time inside the step; the rest of the job is interpreter start-up and
+imports). Rules and their file patterns come from the workflow itself (Snakemake's API), the
+rule dependencies from `snakemake --forceall --d3dag`. The critical path is computed on the rule
+graph with each rule weighted by its slowest job: the run's duration on unlimited cores; on C
+cores a run lasts at least max(critical path, job-seconds / C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DONE = re.compile(r"done in ([0-9.]+)s")
+
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    out, pos = "", 0
+    for m in re.finditer(r"\{([^{}]+)\}", pattern):
+        out += re.escape(pattern[pos:m.start()])
+        name, _, constraint = m.group(1).partition(",")
+        out += f"(?P<{name.strip()}>{constraint or '[^/]+'})"
+        pos = m.end()
+    return re.compile(out + re.escape(pattern[pos:]) + "$")
+
+
+def _glob(pattern: str) -> str:
+    return re.sub(r"\{[^{}]+\}", "*", pattern)
+
+
+def workflow_rules(configfiles: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """rule -> (benchmark pattern, log pattern)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+    files = [ROOT / "config" / "config.yaml", *(Path(c) for c in configfiles)]
+    with SnakemakeApi(OutputSettings()) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(configfiles=files),
+                          snakefile=ROOT / "Snakefile", workdir=ROOT)
+        rules = {}
+        for rule in wf._workflow.rules:
+            log = rule.log[0] if rule.log else None
+            rules[rule.name] = (str(rule.benchmark) if rule.benchmark else None, str(log) if log else None)
+        return rules
+
+
+def rule_edges(configfiles: list[str]) -> set[tuple[str, str]]:
+    args = [str(Path(sys.executable).parent / "snakemake"), "--forceall", "--d3dag", "--cores", "1"]
+    for c in configfiles:
+        args += ["--configfile", c]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True)
+    graph = json.loads(proc.stdout[proc.stdout.index("{"):])
+    rule_of = {n["id"]: n["value"]["rule"] for n in graph["nodes"]}
+    return {(rule_of[e["u"]], rule_of[e["v"]]) for e in graph["edges"]}
+
+
+def jobs(rules: dict) -> list[dict]:
+    out = []
+    for rule, (bench, log) in rules.items():
+        if not bench:
+            continue
+        regex = _pattern_regex(bench)
+        for path in sorted(ROOT.glob(_glob(bench))):
+            m = regex.search(str(path.relative_to(ROOT)))
+            if not m:
+                continue
+            lines = path.read_text().splitlines()
+            if len(lines) < 2:
+                continue
+            seconds = float(dict(zip(lines[0].split("\t"), lines[-1].split("\t")))["s"])
+            step = float("nan")
+            if log:
+                log_path = ROOT / log.format(**m.groupdict())
+                found = DONE.findall(log_path.read_text()) if log_path.exists() else []
+                step = float(found[-1]) if found else float("nan")
+            out.append({"rule": rule, "wildcards": m.groupdict(), "seconds": seconds, "step": step})
+    return out
+
+
+def paper_of(rule: str, papers: list[str]) -> str:
+    best = [p for p in papers if rule == p or rule.startswith(p + "_")]
+    return max(best, key=len) if best else rule
+
+
+def critical_path(edges: set[tuple[str, str]], weight: dict[str, float]) -> tuple[float, list[str]]:
+    preds = defaultdict(set)
+    nodes = set(weight)
+    for u, v in edges:
+        preds[v].add(u)
+        nodes |= {u, v}
+    memo: dict[str, tuple[float, list[str]]] = {}
+
+    def longest(node: str) -> tuple[float, list[str]]:
+        if node not in memo:
+            best = max((longest(p) for p in preds[node]), default=(0.0, []), key=lambda t: t[0])
+            memo[node] = (best[0] + weight.get(node, 0.0), best[1] + [node])
+        return memo[node]
+
+    return max((longest(n) for n in nodes), key=lambda t: t[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configfile", action="append", default=[], help="the configs of the run (on top of config/config.yaml)")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--markdown", action="store_true", help="print the README's timing table only")
+    args = parser.parse_args(argv)
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from neurips26.papers import SHARED, available
+
+    rules = workflow_rules(args.configfile)
+    found = jobs(rules)
+    if not found:
+        raise SystemExit("dag_profile: no benchmark files under results/: run the DAG first")
+    papers = [*available(), *SHARED]
+    per_paper: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0, "step": 0.0})
+    per_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0, "step": 0.0, "max": 0.0})
+    for j in found:
+        step = j["step"] if j["step"] == j["step"] else j["seconds"]
+        for table, key in ((per_paper, paper_of(j["rule"], papers)), (per_rule, j["rule"])):
+            table[key]["jobs"] += 1
+            table[key]["seconds"] += j["seconds"]
+            table[key]["step"] += step
+        per_rule[j["rule"]]["max"] = max(per_rule[j["rule"]]["max"], j["seconds"])
+    total = sum(v["seconds"] for v in per_paper.values())
+    total_step = sum(v["step"] for v in per_paper.values())
+    length, path = critical_path(rule_edges(args.configfile), {r: v["max"] for r, v in per_rule.items()})
+    bound = max(length, total / args.cores)
+
+    head = ["| paper | jobs | job time (s) | inside steps (s) | start-up per job (s) | share |", "|---|---|---|---|---|---|"]
+    body = [f"| {p} | {v['jobs']} | {v['seconds']:.0f} | {v['step']:.0f} | {(v['seconds'] - v['step']) / v['jobs']:.1f} | "
+            f"{v['seconds'] / total:.0%} |" for p, v in sorted(per_paper.items(), key=lambda kv: -kv[1]["seconds"])]
+    foot = [f"| all | {sum(v['jobs'] for v in per_paper.values())} | {total:.0f} | {total_step:.0f} | "
+            f"{(total - total_step) / max(len(found), 1):.1f} | 100% |"]
+    summary = (f"Critical path {length / 60:.1f} min ({' -> '.join(path)}); on {args.cores} cores the run "
+               f"lasts at least {bound / 60:.1f} min.")
+    if args.markdown:
+        print("\n".join(head + body + foot))
+        print()
+        print(summary)
+        return 0
+    print("Per paper")
+    print("\n".join(head + body + foot))
+    print("\nPer rule")
+    print("| rule | jobs | job time (s) | inside steps (s) | slowest job (s) |\n|---|---|---|---|---|")
+    for r, v in sorted(per_rule.items(), key=lambda kv: -kv[1]["seconds"]):
+        print(f"| {r} | {v['jobs']} | {v['seconds']:.0f} | {v['step']:.0f} | {v['max']:.0f} |")
+    print("\n" + summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
