@@ -157,6 +157,7 @@ def test_steps_end_to_end_are_deterministic(tmp_path):
     steps.figures({"run_variants": list(settings), "scale": "smoke", "gammas": gammas, "claim_gamma": 1.0},
                   {"evals": tmp_path / "eval"}, tmp_path)
     rows = io.read_csv(tmp_path / "claims.csv")
-    assert len(rows) == 9 and {r["reproduced"] for r in rows} <= {"yes", "partly", "no"}
+    assert [r["kind"] for r in rows] == ["target", "comparison", "comparison", "comparison", "comparison"]
+    assert all(r["reproduced"] in ("yes", "inconclusive", "no", "untested") for r in rows)
     assert (tmp_path / "figures" / "unseen_variance.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "principal_angles.png").exists()

@@ -15,6 +15,7 @@ import numpy as np
 from neurips26.core import claims, io, plotting, tracking
 
 from . import method
+from .claims import claim_rows
 
 P = "abmf"
 LABELS = {"psd_approximation": "low-rank PSD approximation", "matrix_sensing": "matrix sensing",
@@ -106,15 +107,8 @@ def evaluate(params, inputs, out: Path):
 
 
 # ---------------------------------------------------------------- figures
-def _tolerance_verdict(values, tol: float) -> str:
-    """'yes' when every value is within tol, 'partly' when some are, 'no' otherwise."""
-    inside = [abs(v) <= tol for v in values]
-    return "yes" if all(inside) else ("partly" if any(inside) else "no")
-
-
 def figures(params, inputs, out: Path):
     problems, scale = params["run_variants"], params["scale"]
-    sym_tol, obj_tol = params["symmetric_tol"], params["objective_tol"]
     data = {p: io.read_json(inputs["evals"] / p / "metrics.json") for p in problems}
     figdir = out / "figures"
 
@@ -150,20 +144,14 @@ def figures(params, inputs, out: Path):
         plotting.save(fig, figdir / f"{name}.png")
 
     # summary table
-    rows, above_all, below_all, near_above, near_below = [], [], [], [], []
-    claim_rows = []
+    rows, summary = [], {"symmetric_tol": params["symmetric_tol"], "objective_tol": params["objective_tol"],
+                         "problems": {}}
     for p in problems:
         seeds = data[p]["seeds"]
         above = [max(r["asymmetry"] for r in s["abmf"] if r["ratio"] > 1) for s in seeds]
         below = [max(r["asymmetry"] for r in s["abmf"] if r["ratio"] < 1) for s in seeds]
         gap_above = [max(abs(r["objective_gap"]) for r in s["abmf"] if r["ratio"] > 1) for s in seeds]
         gap_sbmf = [abs(s["sbmf"]["objective_gap"]) for s in seeds]
-        lo = max(r for r in params["gamma_ratios"] if r < 1)
-        hi = min(r for r in params["gamma_ratios"] if r > 1)
-        near_below += [r["asymmetry"] for s in seeds for r in s["abmf"] if r["ratio"] == lo]
-        near_above += [r["asymmetry"] for s in seeds for r in s["abmf"] if r["ratio"] == hi]
-        above_all += above
-        below_all += below
         rows.append({
             "problem": p, "n": seeds[0]["n"], "factor_rank": seeds[0]["factor_rank"],
             "reference": seeds[0]["reference"], "reference_rank": claims.fmt([s["reference_rank"] for s in seeds]),
@@ -174,22 +162,11 @@ def figures(params, inputs, out: Path):
             "runs_diverged_above": sum(r["diverged"] for s in seeds for r in s["abmf"] if r["ratio"] > 1),
             "all_monotone": all(r["monotone"] for s in seeds for r in s["abmf"] if not r["diverged"]),
         })
-        claim_rows.append(claims.row(
-            P, f"{LABELS.get(p, p)}: above gamma*, aBMF critical points are symmetric",
-            "max ||X - Y|| / ||X|| over gamma > gamma*, lower is better", "aBMF, gamma > gamma*", above,
-            "aBMF, gamma < gamma*", below, higher_is_better=False, scale=scale, figure="asymmetry.png", digits=2))
-        claim_rows.append(claims.row(
-            P, f"{LABELS.get(p, p)}: above gamma*, aBMF reaches the {seeds[0]['reference']} optimum as sBMF does",
-            f"max relative objective gap over gamma > gamma* (yes when all <= {obj_tol:g})", "aBMF, gamma > gamma*",
-            gap_above, "sBMF (L-BFGS), same start", gap_sbmf, higher_is_better=False, scale=scale,
-            figure="objective_gap.png", digits=2, reproduced=_tolerance_verdict(gap_above + gap_sbmf, obj_tol)))
-    verdict = "yes" if (all(v > sym_tol for v in near_below) and all(v <= sym_tol for v in near_above)) else (
-        "partly" if all(v <= sym_tol for v in near_above) else "no")
-    claim_rows.append(claims.row(
-        P, "the threshold is tight: just below gamma* aBMF ends asymmetric, just above it symmetric",
-        f"||X - Y|| / ||X|| at gamma = {lo:g} gamma* vs {hi:g} gamma* (yes when above <= {sym_tol:g} < below, every run)",
-        f"aBMF at {hi:g} gamma*", near_above, f"aBMF at {lo:g} gamma*", near_below, higher_is_better=False,
-        scale=scale, figure="asymmetry.png", digits=2, reproduced=verdict))
+        summary["problems"][p] = {
+            "label": LABELS.get(p, p), "reference": seeds[0]["reference"],
+            "ratios": [r["ratio"] for r in seeds[0]["abmf"]],
+            **{key: [[r[key] for r in s["abmf"]] for s in seeds] for key in ("asymmetry", "diverged", "objective_gap")},
+            "sbmf_gap": [s["sbmf"]["objective_gap"] for s in seeds]}
     io.write_csv(out / "summary.csv", rows)
-    claims.write_claims(out / "claims.csv", claim_rows)
+    claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

@@ -17,6 +17,7 @@ import numpy as np
 from neurips26.core import claims, io, plotting, tracking
 
 from . import pmi as P
+from .claims import claim_rows
 from .method import fit_tables, log_score, spectral_closed_form
 from .retrieval import infonce_excess_risk, retrieval_error
 
@@ -103,12 +104,12 @@ def _train_neural(c: dict, params: dict, seed: int, out: Path) -> dict:
     sv = pair.spectrum()
     rank = pair.rank
     norm = float(np.sqrt((sv ** 2).sum()))
-    eval_rng = np.random.default_rng(c["data_seed"])
+    eval_rng = np.random.default_rng([c["data_seed"], seed])          # each seed its own evaluation sample
     x_eval, y_eval = pair.sample(c["eval_points"], eval_rng)            # paired, for retrieval
     x_ind, _ = pair.sample(c["eval_points"], eval_rng)                  # independent x and y grid
     _, y_ind = pair.sample(c["eval_points"], eval_rng)
     pmi_grid = pair.pmi(x_ind, y_ind)
-    bayes = _retrieval_mc(pair.pmi(x_eval, y_eval), c["candidates"], np.random.default_rng(c["data_seed"] + 1))
+    bayes = _retrieval_mc(pair.pmi(x_eval, y_eval), c["candidates"], np.random.default_rng([c["data_seed"], seed, 1]))
     x_train, y_train = pair.sample(c["train_pairs"], np.random.default_rng(c["data_seed"] + 100 + seed))
     dataset = torch.utils.data.TensorDataset(torch.tensor(x_train, dtype=torch.float32),
                                              torch.tensor(y_train, dtype=torch.float32))
@@ -133,7 +134,8 @@ def _train_neural(c: dict, params: dict, seed: int, out: Path) -> dict:
         error = P.error_mod_constant_samples(estimate, pmi_grid)
         row = {"loss": loss, "width": width, "dim": dim, "error": error, "relative_error": error / norm,
                "tail": float(P.spectral_tails(sv, [dim])[0]), "tail_next": float(P.spectral_tails(sv, [dim + 1])[0]),
-               "retrieval_excess": _retrieval_mc(paired, c["candidates"], np.random.default_rng(c["data_seed"] + 1)) - bayes}
+               "retrieval_excess": _retrieval_mc(paired, c["candidates"],
+                                                 np.random.default_rng([c["data_seed"], seed, 1])) - bayes}
         res["fits"].append(row)
         tracking.active().log_metrics({f"neural/{name}/relative_error": row["relative_error"]})
         print(f"neural {name}: relative error {row['relative_error']:.4f} (tail/norm {row['tail'] / norm:.4f})", flush=True)
@@ -199,7 +201,8 @@ def evaluate(params, inputs, out: Path):
         fits[key] = {k: fit[k] for k in ("loss", "width", "dim", "tail", "tail_next")}
         for k in ("error", "relative_error", "retrieval_excess"):
             fits[key][k] = [r["continuous"]["fits"][i][k] for r in runs]
-    metrics["continuous"] = {k: cont[k] for k in ("rank", "singular_values", "norm", "bayes_retrieval_error")}
+    metrics["continuous"] = {k: cont[k] for k in ("rank", "singular_values", "norm")}
+    metrics["continuous"]["bayes_retrieval_error"] = [r["continuous"]["bayes_retrieval_error"] for r in runs]
     metrics["continuous"]["fits"] = fits
     for s, e in zip(params["seeds"], metrics["calibration"]["exponent"]):
         tracking.active().log_metrics({"calibration_exponent": e}, step=s)
@@ -329,59 +332,8 @@ def figures(params, inputs, out: Path):
                      "retrieval_excess": claims.fmt(f["retrieval_excess"])})
     io.write_csv(out / "summary.csv", rows)
 
-    # claims
-    def per_seed(method, key):
-        return [_mean([m["discrete"][k][method][key][s] for k in kernels]) for s in range(n_seeds)]
-
-    def retrieval_per_seed(method):
-        return [_mean([v[s] for k in kernels for v in m["discrete"][k][method]["retrieval_excess"]]) for s in range(n_seeds)]
-
-    widest = max(widths)
-    below = [k for k in dims if k < rank]
-    rows = [
-        claims.row(PAPER, "D-dim inner-product InfoNCE is a rank-D spectral approximation of PMI (error controlled by the tail)",
-                   "PMI error / spectral tail tail_D, mean over D and kernels, lower is better",
-                   "infonce", per_seed("infonce", "tail_ratio"), "spectral", per_seed("spectral", "tail_ratio"),
-                   False, scale, "error_vs_dim.png", paper_value="error <= C * tail_D"),
-        claims.row(PAPER, "the truncated SVD attains the tail exactly (Eckart-Young), InfoNCE within a constant of it",
-                   "PMI error / tail_D, mean over D and kernels, lower is better",
-                   "truncated_svd", per_seed("truncated_svd", "tail_ratio"), "infonce", per_seed("infonce", "tail_ratio"),
-                   False, scale, "error_vs_dim.png"),
-        claims.row(PAPER, "InfoNCE scores retrieve better than the spectral contrastive loss at the same D",
-                   f"excess retrieval error ({params['discrete']['candidates']} candidates), mean over D and kernels, lower is better",
-                   "infonce", retrieval_per_seed("infonce"), "spectral", retrieval_per_seed("spectral"),
-                   False, scale, "error_vs_dim.png"),
-        claims.row(PAPER, "moderate-width encoders fit the low-rank Gaussian PMI; error falls with width",
-                   f"relative PMI error at D = rank, lower is better (width {widest} vs {min(widths)})",
-                   f"infonce width {widest}", fits[f"infonce_w{widest}_d{rank}"]["relative_error"],
-                   f"infonce width {min(widths)}", fits[f"infonce_w{min(widths)}_d{rank}"]["relative_error"],
-                   False, scale, "neural.png"),
-    ]
-    if below:
-        k = max(below)
-        rows.append(claims.row(PAPER, "finite-rank Gaussian PMI is fitted by neural encoders once D reaches its rank",
-                               f"relative PMI error, width {widest}, lower is better (D = {rank} vs D = {k})",
-                               f"infonce D={rank}", fits[f"infonce_w{widest}_d{rank}"]["relative_error"],
-                               f"infonce D={k}", fits[f"infonce_w{widest}_d{k}"]["relative_error"],
-                               False, scale, "neural.png", paper_value="0 for D >= rank"))
-    for name in kernels:  # discrete joints of finite rank (block channels): exact at D = rank
-        e = m["discrete"][name]
-        if e["rank"] in e["dims"] and any(k < e["rank"] for k in e["dims"]):
-            at = e["dims"].index(e["rank"])
-            k = max(i for i, dim in enumerate(e["dims"]) if dim < e["rank"])
-            rows.append(claims.row(PAPER, f"finite-rank PMI ({name}, rank {e['rank']}) is fitted exactly once D reaches its rank",
-                                   f"relative PMI error of InfoNCE tables, lower is better (D = {e['rank']} vs D = {e['dims'][k]})",
-                                   f"infonce D={e['rank']}", [v / e["norm"] for v in e["infonce"]["error"][at]],
-                                   f"infonce D={e['dims'][k]}", [v / e["norm"] for v in e["infonce"]["error"][k]],
-                                   False, scale, "error_vs_dim.png", paper_value="0 for D >= rank"))
-    if spectral_key in fits:
-        rows.append(claims.row(PAPER, "InfoNCE targets PMI; the spectral contrastive loss targets the density ratio",
-                               f"relative PMI error of neural encoders, width {widest}, D = {rank}, lower is better",
-                               "infonce", fits[f"infonce_w{widest}_d{rank}"]["relative_error"],
-                               "spectral", fits[spectral_key]["relative_error"], False, scale, "neural.png"))
-    rows.append(claims.row(PAPER, "fast calibration from contrastive excess risk to retrieval error",
-                           "exponent beta in excess retrieval ~ (excess InfoNCE risk)^beta, higher is better",
-                           "fitted exponent", cal["exponent"], "slow rate 1/2", [cal["slow_rate_exponent"]],
-                           True, scale, "calibration.png", paper_value="beta > 1/2 under Tsybakov noise"))
-    claims.write_claims(out / "claims.csv", rows)
+    summary = {"discrete": m["discrete"], "continuous": cont, "calibration_exponent": cal["exponent"],
+               "slow_rate_exponent": cal["slow_rate_exponent"], "min_tail": params["calibration"]["min_tail"],
+               "candidates": params["discrete"]["candidates"]}
+    claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

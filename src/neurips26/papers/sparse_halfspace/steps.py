@@ -16,6 +16,7 @@ import numpy as np
 from neurips26.core import claims, io, plotting, tracking
 
 from .baselines import averaging, l1_svm, svm
+from .claims import claim_rows
 from .data import SparseHalfspace, gaussian_error, support_recovered
 from .method import learn_sparse_halfspace
 
@@ -175,32 +176,5 @@ def figures(params, inputs, out: Path):
                      **{meth: claims.fmt(sweep[meth][str(r)]) for meth in METHODS}})
     io.write_csv(out / "summary.csv", rows)
 
-    # claims
-    d_top, n_top = str(dims[-1]), str(sizes[-1])
-    top = {meth: err[meth][d_top][n_top] for meth in METHODS}
-    baselines = [b for b in METHODS if b != "ours"]
-    strongest = min(baselines, key=lambda b: np.mean(top[b]))
-    growth = m["error_growth_smallest_to_largest_d"]
-    rows = [
-        claims.row(PAPER, "learns an s-sparse halfspace under malicious noise better than the baselines",
-                   f"clean error at d={d_top}, n={n_top}, eta={eta}, lower is better",
-                   "ours", top["ours"], strongest, top[strongest], False, scale, "error_vs_n.png"),
-        claims.row(PAPER, "sample complexity grows only with log d (attribute efficiency)",
-                   f"error at d={d_top} over error at d={dims[0]}, n={n_top}, lower is better",
-                   "ours", growth["ours"], "filter_dense", growth["filter_dense"], False, scale, "error_vs_d.png",
-                   paper_value="O(s^2 log^5 d) samples"),
-        claims.row(PAPER, "the sparsity constraint is what makes the filter attribute-efficient",
-                   f"clean error at d={d_top}, n={n_top}, lower is better",
-                   "ours", top["ours"], "filter_dense", top["filter_dense"], False, scale, "error_vs_n.png"),
-    ]
-    if rates:
-        r_top = str(rates[-1])
-        rows.append(claims.row(PAPER, "robust to a constant rate of malicious noise",
-                               f"clean error at eta={r_top} (d={m['noise_sweep_d']}, n={m['noise_sweep_n']}), lower is better",
-                               "ours", sweep["ours"][r_top], "l1_svm", sweep["l1_svm"][r_top], False, scale,
-                               "error_vs_noise.png"))
-    rows.append(claims.row(PAPER, "averaging breaks under the decoy adversary",
-                           f"clean error at d={d_top}, n={n_top}, eta={eta}, lower is better",
-                           "ours", top["ours"], "averaging", top["averaging"], False, scale, "error_vs_n.png"))
-    claims.write_claims(out / "claims.csv", rows)
+    claims.write_claims(out / "claims.csv", claim_rows({**m, "noise_rate": eta}, scale))
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

@@ -1,0 +1,95 @@
+"""crl_spectral claims rows say yes/pass on metrics where the claims hold and no/fail where they do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from neurips26.papers.crl_spectral.claims import claim_rows
+
+SEEDS = 3
+
+
+def _per_seed(values, jitter=0.01):
+    """[per D][per seed] from one value per D, with a small seed-to-seed spread."""
+    return [[v * (1 + jitter * (s - 1)) for s in range(SEEDS)] for v in values]
+
+
+def _summary():
+    # a rank-2 joint: tails 1.0, 0.0, 0.0 at D = 1, 2, 3
+    discrete = {"block": {
+        "dims": [1, 2, 3], "rank": 2, "norm": 2.0, "tail": [1.0, 0.0, 0.0], "tail_next": [0.0, 0.0, 0.0],
+        "infonce": {"error": _per_seed([1.5, 1e-4, 1e-4]), "retrieval_excess": _per_seed([0.05, 0.0, 0.0])},
+        "spectral": {"error": _per_seed([2.0, 1e-4, 1e-4]), "retrieval_excess": _per_seed([0.3, 0.1, 0.05])},
+        "truncated_svd": {"error": _per_seed([0.99, 0.0, 0.0], 0.0), "retrieval_excess": _per_seed([0.1, 0.0, 0.0])},
+    }}
+    fit = {"loss": "infonce", "tail": 0.0, "tail_next": 0.0}
+    fits = {"infonce_w4_d4": {**fit, "width": 4, "dim": 4, "relative_error": [0.8, 0.75, 0.85]},
+            "infonce_w64_d4": {**fit, "width": 64, "dim": 4, "relative_error": [0.15, 0.1, 0.2]},
+            "infonce_w64_d2": {**fit, "width": 64, "dim": 2, "tail": 2.5, "tail_next": 1.8,
+                               "relative_error": [0.75, 0.74, 0.76]},
+            "spectral_w64_d4": {**fit, "loss": "spectral", "width": 64, "dim": 4, "relative_error": [0.7, 0.71, 0.7]}}
+    continuous = {"rank": 4, "norm": 4.0, "singular_values": [2.2, 2.2, 1.8, 1.8], "fits": fits}
+    return {"discrete": discrete, "continuous": continuous, "calibration_exponent": [1.0, 0.95, 1.05],
+            "slow_rate_exponent": 0.5, "min_tail": 0.01, "candidates": 8}
+
+
+def _verdict(summary, start):
+    rows = [r for r in claim_rows(summary, "test") if r["claim"].startswith(start)]
+    assert len(rows) == 1, start
+    return rows[0]["reproduced"]
+
+
+CLAIMS = {
+    "sandwich": "D-dimensional inner-product scores",
+    "tail": "the InfoNCE fit's PMI error",
+    "exact": "finite-rank PMI (block",
+    "retrieval": "InfoNCE scores retrieve better",
+    "width": "moderate-width encoders",
+    "rank": "finite-rank Gaussian PMI",
+    "target": "InfoNCE targets PMI",
+    "calibration": "fast calibration",
+    "consistency": "deep network scores",
+}
+
+
+def test_every_row_holds_on_metrics_where_the_claims_hold():
+    summary = _summary()
+    verdicts = {k: _verdict(summary, start) for k, start in CLAIMS.items()}
+    assert verdicts == {"sandwich": "pass", "tail": "yes", "exact": "pass", "retrieval": "yes", "width": "yes",
+                        "rank": "yes", "target": "yes", "calibration": "yes", "consistency": "untested"}
+
+
+def _break(key: str) -> dict:
+    s = _summary()
+    e, fits = s["discrete"]["block"], s["continuous"]["fits"]
+    if key == "sandwich":  # a truncated SVD worse than tail_D
+        e["truncated_svd"]["error"][0] = [1.2] * SEEDS
+    elif key == "tail":  # InfoNCE error far above the tail: not controlled by it
+        e["infonce"]["error"][0] = [8.0, 8.1, 7.9]
+    elif key == "exact":  # not fitted at D = rank
+        e["infonce"]["error"][1] = [0.3, 0.3, 0.3]
+    elif key == "retrieval":
+        e["infonce"]["retrieval_excess"], e["spectral"]["retrieval_excess"] = (
+            e["spectral"]["retrieval_excess"], e["infonce"]["retrieval_excess"])
+    elif key == "width":
+        fits["infonce_w4_d4"]["relative_error"] = [0.1, 0.05, 0.15]
+    elif key == "rank":
+        fits["infonce_w64_d4"]["relative_error"] = [0.8, 0.9, 0.85]
+    elif key == "target":
+        fits["spectral_w64_d4"]["relative_error"] = [0.1, 0.05, 0.1]
+    elif key == "calibration":  # slower than the slow rate
+        s["calibration_exponent"] = [0.3, 0.35, 0.4]
+    return s
+
+
+@pytest.mark.parametrize("key", ["sandwich", "tail", "exact", "retrieval", "width", "rank", "target", "calibration"])
+def test_every_row_says_no_where_its_claim_is_false(key):
+    expected = "fail" if key in ("sandwich", "exact") else "no"
+    assert _verdict(_break(key), CLAIMS[key]) == expected
+
+
+def test_a_breach_of_the_lower_bound_fails_the_sandwich_check():
+    s = _summary()
+    s["discrete"]["block"]["tail_next"][0] = 0.5  # tail_2 = 0.5: no rank-1 score plus a constant beats it
+    s["discrete"]["block"]["infonce"]["error"][0] = [0.1] * SEEDS
+    assert _verdict(s, CLAIMS["sandwich"]) == "fail"
