@@ -18,7 +18,6 @@ from . import baselines, method
 from . import claims as paper_claims
 from .claims import POLICIES
 
-P = "adap"
 COLORS = {"adap": "#1f77b4", "fixed_n": "#ff7f0e", "difficulty": "#2ca02c"}
 
 

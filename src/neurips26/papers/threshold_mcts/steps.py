@@ -23,7 +23,6 @@ from . import claims as paper_claims
 from . import tree as T
 from .claims import NAMES
 
-P = "threshold_mcts"
 COLORS = {"ratio": "#1f77b4", "dtracking": "#ff7f0e", "uniform": "#2ca02c", "lucb": "#d62728"}
 
 
