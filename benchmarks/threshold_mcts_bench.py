@@ -29,7 +29,7 @@ def main() -> None:
     cfg = {"algorithms": rules, "branching": args.branching, "depths": list(range(1, args.max_depth + 1)),
            "rounds": args.rounds, "repeats": args.repeats, "check_rounds": 20, "seed": 0}
     print(f"{'leaves':>8} {'rule':<32} {'us/round':>10}")
-    timing, agree = measure_round_times(cfg, lambda K, rule, s: print(f"{K:>8} {NAMES[rule]:<32} {s * 1e6:>10.2f}", flush=True))
+    timing, _, agree = measure_round_times(cfg, lambda K, rule, s: print(f"{K:>8} {NAMES[rule]:<32} {s * 1e6:>10.2f}", flush=True))
     ks = sorted(int(k) for k in timing["ratio"])
     for rule in rules:
         lo, hi = timing[rule][str(ks[0])], timing[rule][str(ks[-1])]
