@@ -134,3 +134,8 @@ def test_untested_states_its_reason_and_columns_are_the_design_ones(tmp_path):
     assert header == claims.COLUMNS
     with pytest.raises(ValueError, match="lacks the columns"):
         claims.write_claims(tmp_path / "bad.csv", [{"claim": "x"}])
+
+
+def test_non_finite_values_are_untested_with_the_reason():
+    row = _cmp([1.0, float("inf"), 2.0], [0.0, 0.5, 1.0])
+    assert row["reproduced"] == "untested" and "not finite" in row["criterion"]

@@ -234,6 +234,8 @@ def comparison(paper: str, claim: str, metric: str, method: str, method_values: 
     n = f"{len(m)}/{len(b)}"
     effect, lo, hi, how = float("nan"), float("nan"), float("nan"), ""
     reason = untested_reason
+    if not reason and any(math.isinf(v) for v in m + b):
+        reason = "a replicate's value is not finite"
     if not reason and min(len(m), len(b)) < MIN_REPLICATES:
         reason = f"fewer than {MIN_REPLICATES} {replicate} on a side"
     if not reason:
