@@ -244,6 +244,7 @@ def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
     if parent:
         tags["mlflow.parentRunId"] = parent
     name = "/".join(str(x) for x in (step, params.get("variant"), params.get("seed")) if x not in (None, ""))
+    retry_locked(_close_killed_runs, client, exp_id, str(out))
     run = retry_locked(mlflow.start_run, experiment_id=exp_id, run_name=name, tags=tags)
     _ACTIVE = JobRun(run.info.run_id, experiment_name(paper))
     try:
@@ -254,6 +255,14 @@ def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
         _end_run("FAILED")
         raise
     _end_run("FINISHED")
+
+
+def _close_killed_runs(client, exp_id: str, out: str) -> None:
+    """A job killed outright (SIGKILL, a lost node) leaves its run RUNNING; the next job on
+    the same outputs marks it KILLED, so each job has one run that ends."""
+    quoted = out.replace("'", "\\'")
+    for run in client.search_runs([exp_id], filter_string=f"tags.`{TAG}.out` = '{quoted}' and attributes.status = 'RUNNING'"):
+        client.set_terminated(run.info.run_id, status="KILLED")
 
 
 def _end_run(status: str) -> None:
