@@ -9,6 +9,14 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+
+
+wildcard_constraints:
+    variant=WILDCARDS["variant"],
+    model=WILDCARDS["model"],
+    seed=WILDCARDS["seed"],
+
+
 include: "workflow/rules/shared.smk"
 include: "workflow/rules/nar_dit.smk"
 include: "workflow/rules/crl_spectral.smk"

@@ -113,7 +113,8 @@ def test_bad_config_stops_before_any_job_and_touches_nothing(tmp_path, bad, key)
 
 def _run_smoke(where: Path) -> tuple[Path, str]:
     wf = copy_workflow(where)
-    proc = snakemake(wf, "--cores", "2", "--configfile", "config/smoke.yaml", "--profile", "profiles/default")
+    # four jobs at once on the SQLite store: the tracking tests below count their runs
+    proc = snakemake(wf, "--cores", "4", "--configfile", "config/smoke.yaml", "--profile", "profiles/default")
     assert proc.returncode == 0, output(proc)[-8000:]
     return wf, output(proc)
 
@@ -157,6 +158,12 @@ def test_smoke_dag_one_finished_mlflow_run_per_job(smoke):
         "where t.key = 'neurips26.step' and t.value != 'invocation'").fetchall()
     assert len(rows) == len(jobs), (len(rows), len(jobs))
     assert {status for _, status, _ in rows} == {"FINISHED"}
+    assert "database is locked" not in log
+    assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
+    per_job = db.execute(
+        "select r.value, coalesce(w.value, '') from tags r left join tags w on w.run_uuid = r.run_uuid "
+        "and w.key = 'snakemake.wildcards' where r.key = 'snakemake.rule'").fetchall()
+    assert len(per_job) == len(set(per_job)) == len(jobs), "a job with no run or with two"
     for run_id, _, _ in rows:
         tags = dict(db.execute("select key, value from tags where run_uuid = ?", (run_id,)).fetchall())
         assert tags.get("mlflow.parentRunId"), tags

@@ -66,25 +66,52 @@ def _run_step(paper: str, step: str, args) -> int:
     job = {"rule": args.rule or f"{paper}_{step}", "wildcards": json.loads(args.wildcards) if args.wildcards else {}}
     params.setdefault("threads", args.threads)
 
+    from .core import job as job_context
     from .core import seeding, tracking
+    from .core.io import InputFileError
 
     seeding.seed_everything(int(params.get("seed", 0)), threads=args.threads)
     steps = steps_module(paper)
     started = time.perf_counter()
+    before = _files_under(out)
+    job_context.begin(paper, inputs)
     try:
         with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking) as run:
             written = getattr(steps, step)(params=params, inputs=inputs, out=out)
             if written:
                 run.outputs = list(written)
             run.log_metrics({"job_seconds": time.perf_counter() - started})
-    except Exception as exc:
-        if tracking.is_tracking_error(exc):
+    except BaseException as exc:
+        _remove_partial_outputs(out, before)
+        if isinstance(exc, InputFileError):
+            raise SystemExit(f"neurips26 {paper} {step}: {exc}") from None
+        if isinstance(exc, Exception) and tracking.is_tracking_error(exc):
             # fail the job, so Snakemake removes its outputs: no result without its run
             raise SystemExit(f"neurips26 {paper} {step}: MLflow tracking at {tracking.tracking_uri()} failed, "
                              f"the job's outputs are not kept: {str(exc).splitlines()[0][:500]}") from None
         raise
+    for folder in job_context.finish():
+        print(f"neurips26 {paper} {step}: outputs written, removed the checkpoints in {folder} "
+              f"(keep_checkpoints: true keeps them)")
     print(f"neurips26 {paper} {step}: done in {time.perf_counter() - started:.1f}s -> {out}")
     return 0
+
+
+def _files_under(out: Path) -> set[Path]:
+    return set(out.rglob("*"))
+
+
+def _remove_partial_outputs(out: Path, before: set[Path]) -> None:
+    """Remove the files a failed step created in `out` itself or in folders it created (a
+    folder that was already there may hold another job's outputs); checkpoints stay, for the
+    resume."""
+    for path in sorted(_files_under(out) - before, reverse=True):
+        rel = path.relative_to(out)
+        if "checkpoints" in rel.parts or not path.is_file():
+            continue
+        if any(parent in before for parent in path.parents if parent != out and out in parent.parents):
+            continue
+        path.unlink(missing_ok=True)
 
 
 def _list(args) -> int:

@@ -56,3 +56,28 @@ def test_seeded_runs_are_bit_identical(tmp_path):
     b, _, _ = train(tmp_path / "b", {}, 15)
     assert torch.equal(a.layer.weight, b.layer.weight) and torch.equal(a.layer.bias, b.layer.bias)
     assert not torch.equal(a.layer.weight, Regression().layer.weight)
+
+
+def test_other_code_or_inputs_never_resume_and_finished_jobs_clean_up(tmp_path):
+    from neurips26.core import job
+
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"one")
+    params = {"lr": 0.1}
+    try:
+        job._CURRENT = job.JobContext(code="a", inputs={"data": data}, keep_checkpoints=True)
+        _, _, resume = train(tmp_path, params, 10)
+        assert resume is None
+        module, _, resume = train(tmp_path, params, 10)
+        assert resume is not None and module.calls == 0  # the finished checkpoint is reused
+        job._CURRENT = job.JobContext(code="b", inputs={"data": data}, keep_checkpoints=True)
+        module, _, resume = train(tmp_path, params, 10)
+        assert resume is None and module.calls == 10  # new code: trains afresh
+        data.write_bytes(b"two")
+        job._CURRENT = job.JobContext(code="b", inputs={"data": data})
+        module, _, resume = train(tmp_path, params, 10)
+        assert resume is None and module.calls == 10  # new input bytes: trains afresh
+        assert job.finish() == [tmp_path / "checkpoints"]
+        assert not (tmp_path / "checkpoints").exists()
+    finally:
+        job._CURRENT = job.JobContext()

@@ -1,5 +1,4 @@
 # Helpers only, no rules: config validation, targets, params lookup, code stamp, tracking hooks.
-import hashlib
 import json
 import os
 import sys
@@ -7,8 +6,8 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-import neurips26
-from neurips26.core.config import ConfigError, validate_config
+from neurips26.core import job as job_context
+from neurips26.core.config import NAME_PATTERN, ConfigError, validate_config
 
 try:
     _validated = validate_config(config, workflow.basedir)
@@ -19,6 +18,11 @@ config.update(_validated)
 
 PAPERS = config["papers"]
 THREADS = config["threads_per_job"]
+# Jobs (local or submitted, which inherit the environment) read this when they finish.
+os.environ[job_context.KEEP_ENV] = "1" if config["keep_checkpoints"] else "0"
+# What a variant or model name and a seed may be, for every rule's wildcards (the schema
+# checks the config against the same pattern).
+WILDCARDS = {"variant": NAME_PATTERN, "model": NAME_PATTERN, "seed": r"\d+"}
 # The CLI of the interpreter that runs Snakemake, so rules need no activated venv.
 CLI = f"{sys.executable} -m neurips26"
 ENV = "../../envs/neurips26.yaml"
@@ -41,15 +45,10 @@ def all_targets():
 
 def code_stamp(paper):
     """Hash of the code a paper's steps run (core/, data/ and its own package): a change to
-    it changes the rules' params, so Snakemake reruns that paper's jobs."""
+    it changes the rules' params, so Snakemake reruns that paper's jobs. The step computes
+    the same stamp for its checkpoint key (neurips26.core.job)."""
     if paper not in _STAMPS:
-        root = Path(neurips26.__file__).parent
-        digest = hashlib.sha256()
-        for folder in ("core", "data", f"papers/{paper}"):
-            for path in sorted((root / folder).rglob("*.py")):
-                digest.update(str(path.relative_to(root)).encode())
-                digest.update(path.read_bytes())
-        _STAMPS[paper] = digest.hexdigest()[:16]
+        _STAMPS[paper] = job_context.code_stamp(paper)
     return _STAMPS[paper]
 
 

@@ -13,6 +13,11 @@ from pathlib import Path
 from typing import Any
 
 
+# What a variant, model or other name that becomes part of a path may be (the Snakefile's
+# wildcard_constraints use the same pattern).
+NAME_PATTERN = "[A-Za-z0-9_]+"
+
+
 class ConfigError(ValueError):
     """A config value or key that the schema or a paper's own checks reject."""
 
@@ -96,14 +101,24 @@ def _describe(error) -> str:
     return f"config key '{key}': {error.message}"
 
 
-def validate_config(config: dict, workflow_dir: str | Path = ".") -> dict:
-    """Fill schema defaults, validate, run each enabled paper's own checks; return the config."""
+def _validator_class():
+    """Draft 2020-12, except that an integer is an int: JSON Schema counts 10.0 as an
+    integer, but a float where a count is meant is a config mistake."""
     import jsonschema
 
+    def is_integer(checker, instance) -> bool:
+        return isinstance(instance, int) and not isinstance(instance, bool)
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", is_integer))
+
+
+def validate_config(config: dict, workflow_dir: str | Path = ".") -> dict:
+    """Fill schema defaults, validate, run each enabled paper's own checks; return the config."""
     schema = load_schema(workflow_dir)
     config = copy.deepcopy(config)
     _fill_defaults(schema, config)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator_class()(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), _key(e.absolute_path)))
     if errors:
         lines = [_describe(e) for e in errors[:5]]

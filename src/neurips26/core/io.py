@@ -1,4 +1,5 @@
-"""Atomic, safe file output: every write goes to a temp file in the same folder, then renames."""
+"""Atomic, safe file output: every write goes to a temp file in the same folder, then renames.
+Reads that meet a truncated or empty file raise `InputFileError`, naming the file."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+
+class InputFileError(ValueError):
+    """An input file that exists but cannot be read: truncated, empty, not the expected format."""
+
+    def __init__(self, path, problem: str):
+        super().__init__(f"input file {path}: {problem}")
+        self.path = Path(path)
 
 
 @contextmanager
@@ -58,7 +67,10 @@ def read_json(path) -> Any:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"expected input file {path} does not exist")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, f"not valid JSON ({exc}); truncated?") from None
 
 
 def write_csv(path, rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None) -> None:
@@ -78,7 +90,10 @@ def read_csv(path) -> list[dict[str, str]]:
     if not path.exists():
         raise FileNotFoundError(f"expected input file {path} does not exist")
     with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        if not reader.fieldnames:
+            raise InputFileError(path, "empty CSV (no header row)")
+        return list(reader)
 
 
 def save_tensors(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None) -> None:
@@ -96,11 +111,17 @@ def load_tensors(path) -> dict:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"expected tensor file {path} does not exist")
-    return load_file(str(path))
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error type, without the file name
+        raise InputFileError(path, f"cannot read as safetensors ({exc}); truncated or corrupt?") from None
 
 
 def load_tensor_metadata(path) -> dict[str, str]:
     from safetensors import safe_open
 
-    with safe_open(str(path), framework="pt") as f:
-        return dict(f.metadata() or {})
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return dict(f.metadata() or {})
+    except Exception as exc:
+        raise InputFileError(path, f"cannot read as safetensors ({exc}); truncated or corrupt?") from None

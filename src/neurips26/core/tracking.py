@@ -4,14 +4,21 @@ The store and the experiments are created once, before any job (`start_invocatio
 from the Snakefile's `onstart:`), because parallel jobs opening a fresh SQLite store race on
 its schema migration. The parent runs reach the jobs through NEURIPS26_PARENT_RUNS (JSON:
 paper -> run id). With no MLFLOW_TRACKING_URI the store is sqlite:///<cwd>/results/mlflow.db.
+
+A local SQLite store is switched to WAL mode when it is created (readers no longer block the
+one writer), and every write a job makes is retried, with backoff and a bound, when SQLite
+reports the database locked. A job's run is ended once, by `job_run`, after its outputs are
+logged; Lightning's logger leaves it open (`core.trainer`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -33,6 +40,39 @@ def experiment_name(paper: str) -> str:
 
 def _is_local_sqlite(uri: str) -> bool:
     return uri.startswith("sqlite:///")
+
+
+LOCK_RETRIES = 8
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    return "database is locked" in str(exc) or "database table is locked" in str(exc)
+
+
+def retry_locked(fn, *args, retries: int = LOCK_RETRIES, **kwargs):
+    """`fn(*args, **kwargs)`, retried with jittered exponential backoff (0.2 s doubling, about
+    50 s in all) while SQLite reports the database locked; any other error passes through."""
+    for attempt in range(retries + 1):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if attempt == retries or not is_lock_error(exc):
+                raise
+            delay = min(10.0, 0.2 * 2 ** attempt) * (0.5 + random.random())
+            print(f"neurips26: tracking store locked, retry {attempt + 1}/{retries} in {delay:.1f}s", file=sys.stderr)
+            time.sleep(delay)
+
+
+def _wal(uri: str) -> None:
+    """WAL journal for a local SQLite store (persistent in the file, so set once)."""
+    import sqlite3
+
+    con = sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=30)
+    try:
+        if con.execute("pragma journal_mode").fetchone()[0].lower() != "wal":
+            con.execute("pragma journal_mode=wal")
+    finally:
+        con.close()
 
 
 def _client():
@@ -77,10 +117,13 @@ def git_state(repo: str | Path = ".") -> dict[str, str]:
 def start_invocation(papers: list[str]) -> dict[str, str]:
     """Create the store, each paper's experiment and a parent run in it; export their ids."""
     client = _client()
+    uri = tracking_uri()
     git = git_state()
     parents = {}
     for paper in papers:
         exp_id = ensure_experiment(client, paper)
+        if _is_local_sqlite(uri):
+            _wal(uri)  # after the first write: MLflow has created and migrated the store
         run = client.create_run(exp_id, run_name="snakemake invocation", tags={
             f"{TAG}.paper": paper, f"{TAG}.step": "invocation",
             "mlflow.source.git.commit": git["commit"], f"{TAG}.git_dirty": git["dirty"],
@@ -98,7 +141,7 @@ def end_invocation(status: str) -> None:
     try:
         client = _client()
         for run_id in parents.values():
-            client.set_terminated(run_id, status=status)
+            retry_locked(client.set_terminated, run_id, status=status)
     except Exception as exc:  # the store may be the reason the workflow failed
         if not is_tracking_error(exc):
             raise
@@ -143,7 +186,12 @@ class JobRun:
 
         clean = {k: float(v) for k, v in metrics.items() if v is not None}
         if clean:
-            mlflow.log_metrics(clean, step=step)
+            retry_locked(mlflow.log_metrics, clean, step=step)
+
+    def set_tag(self, key: str, value: str) -> None:
+        import mlflow
+
+        retry_locked(mlflow.set_tag, key, value)
 
 
 class _NoRun(JobRun):
@@ -151,6 +199,9 @@ class _NoRun(JobRun):
         super().__init__(run_id="", experiment="")
 
     def log_metrics(self, metrics, step=None) -> None:
+        pass
+
+    def set_tag(self, key, value) -> None:
         pass
 
 
@@ -173,7 +224,7 @@ def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
     import mlflow
 
     client = _client()
-    exp_id = ensure_experiment(client, paper)
+    exp_id = retry_locked(ensure_experiment, client, paper)
     job = dict(job or {})
     git = git_state()
     tags = {
@@ -193,18 +244,42 @@ def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
     if parent:
         tags["mlflow.parentRunId"] = parent
     name = "/".join(str(x) for x in (step, params.get("variant"), params.get("seed")) if x not in (None, ""))
-    run = mlflow.start_run(experiment_id=exp_id, run_name=name, tags=tags)
+    retry_locked(_close_killed_runs, client, exp_id, str(out))
+    run = retry_locked(mlflow.start_run, experiment_id=exp_id, run_name=name, tags=tags)
     _ACTIVE = JobRun(run.info.run_id, experiment_name(paper))
     try:
-        mlflow.log_params({k: v[:6000] for k, v in flatten(params).items()})
+        retry_locked(mlflow.log_params, {k: v[:6000] for k, v in flatten(params).items()})
         yield _ACTIVE
         _log_outputs(out, _ACTIVE.outputs)
     except BaseException:
-        mlflow.end_run(status="FAILED")
-        _ACTIVE = _NoRun()
+        _end_run("FAILED")
         raise
-    mlflow.end_run(status="FINISHED")
-    _ACTIVE = _NoRun()
+    _end_run("FINISHED")
+
+
+def _close_killed_runs(client, exp_id: str, out: str) -> None:
+    """A job killed outright (SIGKILL, a lost node) leaves its run RUNNING; the next job on
+    the same outputs marks it KILLED, so each job has one run that ends."""
+    quoted = out.replace("'", "\\'")
+    for run in client.search_runs([exp_id], filter_string=f"tags.`{TAG}.out` = '{quoted}' and attributes.status = 'RUNNING'"):
+        client.set_terminated(run.info.run_id, status="KILLED")
+
+
+def _end_run(status: str) -> None:
+    """End the job's run: the one place it is ended, after its outputs are logged."""
+    global _ACTIVE
+    import mlflow
+
+    run = mlflow.active_run()
+    try:
+        mlflow.end_run(status=status)
+    except Exception as exc:
+        # end_run drops the run from the stack before it writes; finish the write here
+        if run is None or not is_lock_error(exc):
+            raise
+        retry_locked(_client().set_terminated, run.info.run_id, status=status)
+    finally:
+        _ACTIVE = _NoRun()
 
 
 def _log_outputs(out: Path, files: list[Path] | None, max_bytes: int = 200 * 2**20) -> None:
@@ -218,6 +293,6 @@ def _log_outputs(out: Path, files: list[Path] | None, max_bytes: int = 200 * 2**
         files = [p for p in out.rglob("*") if p.is_file()]
     for path in sorted(Path(p) for p in files):
         rel = path.relative_to(out)
-        if rel.parts[0] == "checkpoints" or path.name.startswith(".") or path.stat().st_size > max_bytes:
+        if "checkpoints" in rel.parts or path.name.startswith(".") or path.stat().st_size > max_bytes:
             continue
-        mlflow.log_artifact(str(path), artifact_path=str(rel.parent) if rel.parent != Path(".") else None)
+        retry_locked(mlflow.log_artifact, str(path), artifact_path=str(rel.parent) if rel.parent != Path(".") else None)

@@ -1,8 +1,17 @@
 """The one Lightning trainer factory every paper trains with.
 
-MLFlowLogger bound to the job's run, `last.ckpt` checkpointing with resume, seeded and
-deterministic, a progress bar only when a person watches (a terminal, not CI), and devices,
-nodes and strategy taken from what the job was given (`accelerator="auto"`).
+MLFlowLogger bound to the job's run (it never ends the run: the CLI does, once the outputs
+are logged), `last.ckpt` checkpointing with resume, seeded and deterministic, a progress bar
+only when a person watches (a terminal, not CI), and devices, nodes and strategy taken from
+what the job was given (`accelerator="auto"`).
+
+Checkpoints live in `<out>/checkpoints/<key>/`, the key a hash of the params, the code stamp
+and the content of the job's inputs (`core.job`): a checkpoint is resumed only by the job
+that wrote it. A finished checkpoint of the same key is reused (training is skipped, and the
+log says so); a checkpoint of another key is never read. Everything a resume needs is in the
+checkpoint: weights, optimizer and loops (Lightning), the global RNG states and the train
+loader's position in its epoch (`ResumeState`), and whatever the module adds in
+`on_save_checkpoint`.
 """
 
 from __future__ import annotations
@@ -11,15 +20,28 @@ import hashlib
 import json
 import os
 import sys
+import time
+import zipfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import tracking
+from . import job, tracking
+
+FINISHED = "finished.json"
+# test hook: before the job's N-th training batch (counted over every fit of the process, so
+# after the checkpoints of the steps before it are written) write the pid to PAUSE_FILE and
+# wait, so a test can kill the job at a known point
+PAUSE_ENV = "NEURIPS26_PAUSE_AT_STEP"
+PAUSE_FILE_ENV = "NEURIPS26_PAUSE_FILE"
+_CLASSES: dict[str, type] = {}
+_BATCHES_STARTED = [0]
 
 
-def params_key(params: Mapping[str, Any]) -> str:
-    """Short hash of the params: a checkpoint only resumes the run that wrote it."""
-    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+def checkpoint_key(params: Mapping[str, Any]) -> str:
+    """Short hash of the params, the code stamp and the input hashes of the running job."""
+    ctx = job.current()
+    payload = {"params": params, "code": ctx.code, "inputs": ctx.input_digests()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def show_progress() -> bool:
@@ -37,6 +59,32 @@ def _devices_from_allocation() -> tuple[Any, int, str]:
     return devices, nodes, ("ddp" if multi else "auto")
 
 
+def _check_checkpoint(path: Path) -> None:
+    """A checkpoint cut short (a full disk, a copy interrupted) stops the step, naming it."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            archive.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        from .io import InputFileError
+
+        raise InputFileError(path, f"checkpoint truncated or corrupt ({exc}); delete it to train afresh") from None
+
+
+def _logger_class():
+    from lightning.pytorch.loggers import MLFlowLogger
+
+    class JobRunLogger(MLFlowLogger):
+        """Logs into the job's run and leaves it open: the CLI ends it after the outputs."""
+
+        def log_metrics(self, metrics, step=None):
+            tracking.retry_locked(super().log_metrics, metrics, step)
+
+        def finalize(self, status: str = "success") -> None:
+            pass
+
+    return JobRunLogger
+
+
 def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
                  checkpoint_every: int | None = None, callbacks: Sequence = (),
                  log_every_n_steps: int = 25, gradient_clip_val: float | None = None,
@@ -45,36 +93,207 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    ckpt_dir = Path(out) / "checkpoints" / params_key(params)
+    ckpt_dir = Path(out) / "checkpoints" / checkpoint_key(params)
+    job.current().checkpoint_dirs.append(ckpt_dir)
     checkpoint = ModelCheckpoint(dirpath=ckpt_dir, save_last=True, save_top_k=0,
                                  every_n_train_steps=checkpoint_every or max(1, max_steps // 4))
     loggers = []
     run = tracking.active()
     if run.run_id:
-        from lightning.pytorch.loggers import MLFlowLogger
-
-        loggers.append(MLFlowLogger(experiment_name=run.experiment, run_id=run.run_id,
-                                    tracking_uri=tracking.tracking_uri()))
+        loggers.append(_logger_class()(experiment_name=run.experiment, run_id=run.run_id,
+                                       tracking_uri=tracking.tracking_uri()))
     devices, nodes, strategy = _devices_from_allocation()
     trainer = L.Trainer(
         accelerator="auto", devices=devices, num_nodes=nodes, strategy=strategy,
         max_steps=max_steps, max_epochs=-1, precision=precision,
         deterministic=True, benchmark=False,
         logger=loggers or False, log_every_n_steps=log_every_n_steps,
-        callbacks=[checkpoint, *callbacks],
+        callbacks=[_resume_state_class()(ckpt_dir, max_steps), checkpoint, *callbacks],
         enable_progress_bar=show_progress(), enable_model_summary=False,
         num_sanity_val_steps=0, limit_val_batches=0,
         gradient_clip_val=gradient_clip_val, default_root_dir=str(out),
     )
     last = ckpt_dir / "last.ckpt"
-    return trainer, (str(last) if last.exists() else None)
+    if not last.exists():
+        return trainer, None
+    _check_checkpoint(last)
+    return trainer, str(last)
+
+
+def _finished_step(ckpt_dir: Path) -> int:
+    """The step a finished checkpoint in `ckpt_dir` stopped at (-1: none)."""
+    marker = ckpt_dir / FINISHED
+    if not (marker.exists() and (ckpt_dir / "last.ckpt").exists()):
+        return -1
+    return int(json.loads(marker.read_text())["global_step"])
+
+
+def _resume_state(trainer):
+    return next(cb for cb in trainer.callbacks if isinstance(cb, _resume_state_class()))
 
 
 def fit(trainer, module, train_dataloaders, ckpt_path: str | None = None) -> None:
-    """`trainer.fit`, resuming from `ckpt_path` when a checkpoint of the same params exists."""
+    """`trainer.fit`, resuming from `ckpt_path` (a checkpoint of the same key); the final
+    state is saved as a finished checkpoint, so a rerun of the same key need not train."""
     import warnings
 
+    state = _resume_state(trainer)
+    if trainer.world_size == 1:  # under DDP Lightning must see the DataLoader to shard it
+        train_dataloaders = state.wrap(train_dataloaders)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*LeafSpec.*")
-        trainer.fit(module, train_dataloaders=train_dataloaders, ckpt_path=ckpt_path)
+        warnings.filterwarnings("ignore", message=".*resuming from a checkpoint that ended before the epoch.*")
+        trainer.fit(module, train_dataloaders=train_dataloaders, ckpt_path=ckpt_path, weights_only=True)
+    if not state.finished_before:
+        (state.ckpt_dir / FINISHED).unlink(missing_ok=True)
+        trainer.save_checkpoint(state.ckpt_dir / "last.ckpt")
+        if trainer.is_global_zero:
+            from .io import write_json
+
+            write_json(state.ckpt_dir / FINISHED, {"global_step": trainer.global_step})
+
+
+def _rng_states() -> dict:
+    """The global RNG states, in types a weights-only load accepts."""
+    import random
+
+    import numpy as np
+    import torch
+
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    states = {"torch": torch.get_rng_state(), "python": random.getstate(),
+              "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                        "has_gauss": int(has_gauss), "gauss": float(gauss)}}
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def _set_rng_states(states: Mapping) -> None:
+    import random
+
+    import numpy as np
+    import torch
+
+    torch.set_rng_state(states["torch"])
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = states["numpy"]
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def _generators(loader) -> list:
+    """The torch.Generators a DataLoader draws its order from (its own and its sampler's)."""
+    found = []
+    for owner in (loader, getattr(loader, "sampler", None), getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
+        g = getattr(owner, "generator", None)
+        if g is not None and all(g is not f for f in found):
+            found.append(g)
+    return found
+
+
+class _ResumableLoader:
+    """The train loader, seen by Lightning as a plain iterable: at each epoch's start it notes
+    the RNG states the epoch's order is drawn from; on resume it restores those of the
+    interrupted epoch and skips the batches already trained on, so the order is the same."""
+
+    def __init__(self, loader, state):
+        self.loader, self.state = loader, state
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):  # a generator: nothing runs until Lightning asks for the first batch
+        import torch
+
+        state = self.state
+        resume = state.pending
+        state.pending = None
+        if resume is not None:
+            torch.set_rng_state(resume["epoch_start"]["torch"])
+            for g, saved in zip(_generators(self.loader), resume["epoch_start"]["generators"]):
+                g.set_state(saved)
+        state.epoch_start = {"torch": torch.get_rng_state(),
+                             "generators": [g.get_state() for g in _generators(self.loader)]}
+        state.batches_done = 0
+        iterator = iter(self.loader)
+        if resume is not None:
+            for _ in range(resume["batches_done"]):
+                next(iterator)
+            state.batches_done = resume["batches_done"]
+            _set_rng_states(resume["rng"])
+        yield from iterator
+
+
+def _resume_state_class():
+    """`ResumeState`, built on first use so that importing this module does not import Lightning."""
+    if "ResumeState" in _CLASSES:
+        return _CLASSES["ResumeState"]
+    from lightning.pytorch.callbacks import Callback
+
+    class ResumeState(Callback):
+        """Saves and restores what Lightning leaves out of a checkpoint: the global RNG states and
+        where the train loader stands in its epoch. Logs (and tags the run) when a job resumes."""
+
+        def __init__(self, ckpt_dir: Path, max_steps: int):
+            self.ckpt_dir, self.max_steps = Path(ckpt_dir), max_steps
+            self.finished_before = _finished_step(self.ckpt_dir) >= max_steps
+            self.epoch_start: dict | None = None
+            self.batches_done = 0
+            self.pending: dict | None = None
+            self.loader = None
+
+        @property
+        def state_key(self) -> str:
+            return "neurips26.ResumeState"
+
+        def wrap(self, loader):
+            if not hasattr(loader, "__len__"):
+                return loader
+            self.loader = _ResumableLoader(loader, self)
+            return self.loader
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            pause = os.environ.get(PAUSE_ENV)
+            if pause and int(pause) == _BATCHES_STARTED[0]:
+                print(f"neurips26: paused before training batch {pause} of the job ({PAUSE_ENV})", flush=True)
+                if os.environ.get(PAUSE_FILE_ENV):
+                    Path(os.environ[PAUSE_FILE_ENV]).write_text(str(os.getpid()))
+                time.sleep(3600)
+            _BATCHES_STARTED[0] += 1
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            self.batches_done += 1
+
+        def state_dict(self) -> dict:
+            state: dict[str, Any] = {"rng": _rng_states()}
+            if self.loader is not None and self.epoch_start is not None:
+                if self.batches_done >= len(self.loader):  # the epoch is over: the next starts from here
+                    import torch
+
+                    state["loader"] = {"epoch_start": {"torch": torch.get_rng_state(),
+                                                       "generators": [g.get_state() for g in _generators(self.loader.loader)]},
+                                       "batches_done": 0}
+                else:
+                    state["loader"] = {"epoch_start": self.epoch_start, "batches_done": self.batches_done}
+            return state
+
+        def load_state_dict(self, state_dict: dict) -> None:
+            _set_rng_states(state_dict["rng"])
+            if "loader" in state_dict:
+                self.pending = {**state_dict["loader"], "rng": state_dict["rng"]}
+
+        def on_load_checkpoint(self, trainer, pl_module, checkpoint):
+            step = checkpoint.get("global_step", 0)
+            if self.finished_before:
+                print(f"neurips26: reusing the finished checkpoint {self.ckpt_dir} (step {step}): "
+                      f"same params, code and inputs, so training is skipped", flush=True)
+            else:
+                print(f"neurips26: resuming {self.ckpt_dir} from step {step} of {self.max_steps}", flush=True)
+                tracking.active().set_tag("resumed_from_step", str(step))
+
+    _CLASSES["ResumeState"] = ResumeState
+    return ResumeState

@@ -56,6 +56,7 @@ def read_ubfc_video(path: Path) -> tuple[np.ndarray, float]:
     if not capture.isOpened():
         raise FileNotFoundError(f"{path}: cannot open the video")
     fps = capture.get(cv2.CAP_PROP_FPS)
+    expected = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))  # from the container's header
     frames = []
     while True:
         ok, frame = capture.read()
@@ -65,6 +66,8 @@ def read_ubfc_video(path: Path) -> tuple[np.ndarray, float]:
     capture.release()
     if not frames:
         raise ValueError(f"{path}: no frames")
+    if expected > 0 and len(frames) < expected:
+        raise ValueError(f"{path}: truncated video, {len(frames)} of the {expected} frames its header announces")
     return np.ascontiguousarray(np.stack(frames)), float(fps)
 
 

@@ -45,8 +45,14 @@ class FlowMatchingDiT(L.LightningModule):
     def on_train_batch_start(self, batch, batch_idx):
         self._tick = time.perf_counter()
 
+    def optimizer_step(self, *args, **kwargs):
+        # EMA, snapshots and the timer move here, not to on_train_batch_end: that hook runs
+        # after the checkpoint of the step is written, which would then miss this step
+        super().optimizer_step(*args, **kwargs)
+        self._after_step()
+
     @torch.no_grad()
-    def on_train_batch_end(self, outputs, batch, batch_idx):
+    def _after_step(self):
         self._elapsed += time.perf_counter() - self._tick
         for e, p in zip(self.ema.parameters(), self.model.parameters()):
             e.lerp_(p, 1 - self.ema_decay)
@@ -54,6 +60,19 @@ class FlowMatchingDiT(L.LightningModule):
         if step in self.snapshot_steps:
             self.snapshots[step] = {k: v.detach().clone() for k, v in self.ema.state_dict().items()}
             self.train_seconds[step] = self._elapsed
+
+    # snapshots taken so far and the training time travel with the checkpoint (the EMA itself
+    # is a submodule, so in the state dict), so a resumed job reports every snapshot and the
+    # time of the whole run
+    def on_save_checkpoint(self, checkpoint):
+        checkpoint["ema_snapshots"] = {str(k): v for k, v in self.snapshots.items()}
+        checkpoint["train_seconds"] = {str(k): v for k, v in self.train_seconds.items()}
+        checkpoint["elapsed_seconds"] = self._elapsed
+
+    def on_load_checkpoint(self, checkpoint):
+        self.snapshots = {int(k): v for k, v in checkpoint.get("ema_snapshots", {}).items()}
+        self.train_seconds = {int(k): v for k, v in checkpoint.get("train_seconds", {}).items()}
+        self._elapsed = float(checkpoint.get("elapsed_seconds", 0.0))
 
     def configure_optimizers(self):
         opt = torch.optim.AdamW(self.model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
