@@ -151,7 +151,7 @@ def test_steps_end_to_end_are_deterministic(tmp_path):
                 "digits": {"kind": "digits", "k": 3, "train_classes": 6, "subsample": 0.5}}
     gammas = [0.0, 1.0, 8.0]
     for name, s in settings.items():
-        params = {"variant": name, "variant_settings": s, "seeds": [0, 1], "gammas": gammas,
+        params = {"variant": name, "variant_settings": s, "seeds": [0, 1], "gammas": gammas, "validation": "worst",
                   "maximin_iterations": 100, "data": {"gas_dir": None}, "threads": 1}
         steps.evaluate(params, {}, tmp_path / "eval" / name)
         first = (tmp_path / "eval" / name / "metrics.json").read_bytes()
@@ -175,7 +175,7 @@ def test_heterogeneity_of_two_domains_is_2_w1_w2_times_the_absolute_difference()
     np.testing.assert_allclose(method.heterogeneity([A, B], w), expected, atol=1e-12)
 
 
-def _brute_force_validation(domains, k, gammas):
+def _brute_force_validation(domains, k, gammas, reduce):
     covs = [np.cov(X.T, bias=True) for X in domains]
     scores = []
     for g in gammas:
@@ -189,19 +189,23 @@ def _brute_force_validation(domains, k, gammas):
             lam, U = np.linalg.eigh(S - g * H)
             V = U[:, np.argsort(lam)[::-1][:k]]
             shares.append(np.trace(V.T @ covs[e] @ V) / np.trace(covs[e]))
-        scores.append(np.mean(shares))
+        scores.append(reduce(shares))
     return gammas[int(np.argmax(scores))], scores
 
 
-def test_validation_choice_of_gamma_matches_a_brute_force_leave_one_domain_out():
+@pytest.mark.parametrize("criterion, reduce", [("worst", np.min), ("mean", np.mean)])
+def test_validation_choice_of_gamma_matches_a_brute_force_leave_one_domain_out(criterion, reduce):
     rng = np.random.default_rng(4)
     split = data.simulate(12, 2, [9.0, 8.0], 4, 1, (20.0, 60.0), 5, 1, 150, rng)
     gammas = [0.0, 0.5, 2.0, 8.0]
-    chosen, scores = method.validate_gamma(split.train, 2, gammas)
-    ref_chosen, ref_scores = _brute_force_validation(split.train, 2, gammas)
+    chosen, scores = method.validate_gamma(split.train, 2, gammas, criterion)
+    ref_chosen, ref_scores = _brute_force_validation(split.train, 2, gammas, reduce)
     np.testing.assert_allclose(scores, ref_scores, atol=1e-12)
     assert chosen == ref_chosen
-    assert chosen > 0  # spurious inflations differ per domain: the left-out domain rewards invariance
+    if criterion == "worst":
+        assert chosen > 0  # the worst left-out domain is the one whose inflation pooling misses
+    with pytest.raises(ValueError, match="anchor_pca.validation"):
+        method.validate_gamma(split.train, 2, gammas, "median")
 
 
 def test_validation_with_two_domains_cannot_tell_gammas_apart_and_picks_the_smallest():

@@ -11,7 +11,7 @@ rule anchor_pca_evaluate:
         metrics=f"{AP}/eval/{{variant}}/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("anchor_pca", "seeds", "gammas", "maximin_iterations", "data"),
+        args=paper_params("anchor_pca", "seeds", "gammas", "validation", "maximin_iterations", "data"),
         wildcards=wildcards_json,
         code=code_stamp("anchor_pca"),
         out=folder_of("output", "metrics"),

@@ -35,7 +35,7 @@ rule sparse_halfspace_evaluate:
         metrics=f"{SH}/eval/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("sparse_halfspace", "complexity", seeds=config["sparse_halfspace"]["seeds"]),
+        args=paper_params("sparse_halfspace", "complexity", "noise_sweep", seeds=config["sparse_halfspace"]["seeds"]),
         code=code_stamp("sparse_halfspace"),
         train=folder_of("input", "results", up=2),
         out=folder_of("output", "metrics"),

@@ -97,12 +97,12 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
     unreached = (f"{c['unreached']} of {c['cells']} (s, d) cells did not reach the target error by the largest n, "
                  "so their n is censored" if c["unreached"] else "")
     for key, what, bound, paper_value in (("exponent_s", "s", EXPONENT_S_MAX, "2 (n = O(s^2 log^5 d))"),
-                                          ("exponent_log_d", "log d", EXPONENT_LOG_D_MAX, "5 (n = O(s^2 log^5 d))")):
+                                          ("exponent_log_d", "(log d)", EXPONENT_LOG_D_MAX, "5 (n = O(s^2 log^5 d))")):
         values = c[key]
         mean, lo, hi = claims.paired_t_interval(values) if len(values) >= 2 else (values[0], None, None)
         rows.append(claims.target(
             PAPER, f"sample complexity O(s^2 log^5 d): the n needed grows no faster than {what}^{bound:g}",
-            f"exponent of {what} in the n needed to reach the target error (log-log least squares)",
+            f"exponent of {what.strip('()')} in the n needed to reach the target error (log-log least squares)",
             LABELS[METHOD], mean, (None, bound), scale, "sample_complexity.png",
             interval=None if lo is None else (lo, hi), n=len(values), paper_value=paper_value,
             how=f"one fit of log n = a + b log s + c log log d per seed, mean and t interval over {len(values)} seeds",

@@ -114,7 +114,7 @@ def train(params, inputs, out: Path):
                 print(f"d={d} n={n}: " + "  ".join(f"{m} {r['error']:.3f}" for m, r in res.items()), flush=True)
         sweep = params["noise_sweep"]
         problem = _problem(p, sweep["d"], seed)
-        for ai, kind in enumerate(sweep["adversaries"]):
+        for ai, kind in enumerate(sweep.get("adversaries", list(ADVERSARIES))):
             cells = result["noise_sweep"][kind] = []
             for eta in sweep["noise_rates"]:
                 rng = np.random.default_rng([p["data_seed"], sweep["d"], sweep["n"], seed, 2, ai, int(round(eta * 1e6))])
@@ -138,7 +138,7 @@ def evaluate(params, inputs, out: Path):
 
     grid = {m: {str(d): {str(n): [cell(r, d, n)["methods"][m]["error"] for r in runs] for n in sizes} for d in dims}
             for m in METHODS}
-    adversaries = list(runs[0]["noise_sweep"])
+    adversaries = [k for k in params["noise_sweep"].get("adversaries", list(ADVERSARIES)) if k in runs[0]["noise_sweep"]]
     rates = [c["noise_rate"] for c in runs[0]["noise_sweep"][adversaries[0]]] if adversaries else []
 
     def per_rate(kind, m, key):
