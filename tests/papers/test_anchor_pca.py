@@ -160,7 +160,7 @@ def test_steps_end_to_end_are_deterministic(tmp_path):
     steps.figures({"run_variants": list(settings), "scale": "smoke", "gammas": gammas},
                   {"evals": tmp_path / "eval"}, tmp_path)
     rows = io.read_csv(tmp_path / "claims.csv")
-    assert [r["kind"] for r in rows] == ["target"] + ["comparison"] * 7
+    assert [r["kind"] for r in rows] == ["target", "target"] + ["comparison"] * 6
     assert all(r["reproduced"] in ("yes", "inconclusive", "no", "untested") for r in rows)
     assert (tmp_path / "figures" / "unseen_variance.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "principal_angles.png").exists()
