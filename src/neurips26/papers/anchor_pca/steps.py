@@ -175,7 +175,7 @@ def figures(params, inputs, out: Path):
         ax.set_xscale("log")
         ax.set_xticks(xs, [f"{g:g}" for g in gammas], minor=False)
         ax.set_xticks([], minor=True)
-        ax.set_xlabel("gamma (log scale; leftmost point gamma = 0 = pooled PCA)")
+        ax.set_xlabel("gamma (log scale; leftmost: gamma = 0, pooled PCA)", fontsize=9)
 
     def chosen_marks(ax, seeds):
         chosen = [g for s in seeds for g in s["chosen_gamma"]]
