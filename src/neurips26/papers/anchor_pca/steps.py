@@ -186,7 +186,7 @@ def figures(params, inputs, out: Path):
     # principal angles to the planted subspace (experiments that have one)
     planted = [e for e in experiments if "angle_deg" in runs[e]["seeds"][0]["anchor"]]
     if planted:
-        fig, axes = plotting.figure(ncols=len(planted))
+        fig, axes = plotting.figure(ncols=len(planted), width=8.5)
         for i, e in enumerate(planted):
             ax, seeds = axes[0, i], runs[e]["seeds"]
             plotting.mean_band(ax, xs, [s["anchor"]["angle_deg"] for s in seeds], "Anchor PCA")
