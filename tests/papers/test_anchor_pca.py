@@ -135,29 +135,88 @@ def test_gas_sensor_loader_reads_the_uci_format(tmp_path):
 
 
 def test_check_config_names_bad_keys():
-    block = {"gammas": [0.5, 1.0], "claim_gamma": 2.0, "run_variants": ["wine"], "variants": {"wine": {"kind": "wine", "k": 2}}}
+    block = {"gammas": [0.5, 1.0], "run_variants": ["wine"], "variants": {"wine": {"kind": "wine", "k": 2},
+             "dig": {"kind": "digits", "k": 3, "train_classes": 10, "subsample": 0.5}}}
     problems = " ".join(check_config(block))
-    assert "claim_gamma" in problems and "gammas: must include 0" in problems and "simulated" in problems
+    assert "gammas: must include 0" in problems and "simulated" in problems
+    assert "variants.dig.train_classes" in problems
     assert "variants.wine: kind wine needs subsample" in problems
 
 
 def test_steps_end_to_end_are_deterministic(tmp_path):
     settings = {"simulated": {"kind": "simulated", "k": 2, "p": 8, "invariant_variances": [9.0, 8.0], "spurious_pool": 3,
                               "inflated_per_domain": 1, "inflation": [20.0, 60.0], "train_domains": 4,
-                              "test_domains": 4, "samples_per_domain": 80},
-                "wine": {"kind": "wine", "k": 2, "subsample": 0.8}}
+                              "test_domains": 4, "samples_per_domain": 80, "sample_sweep": [40, 160]},
+                "wine": {"kind": "wine", "k": 2, "subsample": 0.8},
+                "digits": {"kind": "digits", "k": 3, "train_classes": 6, "subsample": 0.5}}
     gammas = [0.0, 1.0, 8.0]
     for name, s in settings.items():
-        params = {"variant": name, "variant_settings": s, "seeds": [0, 1], "gammas": gammas,
+        params = {"variant": name, "variant_settings": s, "seeds": [0, 1], "gammas": gammas, "validation": "worst",
                   "maximin_iterations": 100, "data": {"gas_dir": None}, "threads": 1}
         steps.evaluate(params, {}, tmp_path / "eval" / name)
         first = (tmp_path / "eval" / name / "metrics.json").read_bytes()
         steps.evaluate(params, {}, tmp_path / "again" / name)
         assert (tmp_path / "again" / name / "metrics.json").read_bytes() == first
-    steps.figures({"run_variants": list(settings), "scale": "smoke", "gammas": gammas, "claim_gamma": 1.0},
+    steps.figures({"run_variants": list(settings), "scale": "smoke", "gammas": gammas},
                   {"evals": tmp_path / "eval"}, tmp_path)
     rows = io.read_csv(tmp_path / "claims.csv")
-    assert [r["kind"] for r in rows] == ["target", "comparison", "comparison", "comparison", "comparison"]
+    assert [r["kind"] for r in rows] == ["target", "target"] + ["comparison"] * 6
     assert all(r["reproduced"] in ("yes", "inconclusive", "no", "untested") for r in rows)
     assert (tmp_path / "figures" / "unseen_variance.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "principal_angles.png").exists()
+    assert (tmp_path / "figures" / "recovery_vs_n.png").exists()
+
+
+def test_heterogeneity_of_two_domains_is_2_w1_w2_times_the_absolute_difference():
+    rng = np.random.default_rng(3)
+    A, B = (np.cov(rng.standard_normal((5, 40))) for _ in range(2))
+    w = np.array([0.3, 0.7])
+    expected = 2 * w[0] * w[1] * method.matrix_abs(A - B)
+    np.testing.assert_allclose(method.heterogeneity([A, B], w), expected, atol=1e-12)
+
+
+def _brute_force_validation(domains, k, gammas, reduce):
+    covs = [np.cov(X.T, bias=True) for X in domains]
+    scores = []
+    for g in gammas:
+        shares = []
+        for e in range(len(domains)):
+            rest = [c for i, c in enumerate(covs) if i != e]
+            n = np.array([len(X) for i, X in enumerate(domains) if i != e], float)
+            w = n / n.sum()
+            S = sum(wi * c for wi, c in zip(w, rest))
+            H = sum(wi * method.matrix_abs(c - S) for wi, c in zip(w, rest))
+            lam, U = np.linalg.eigh(S - g * H)
+            V = U[:, np.argsort(lam)[::-1][:k]]
+            shares.append(np.trace(V.T @ covs[e] @ V) / np.trace(covs[e]))
+        scores.append(reduce(shares))
+    return gammas[int(np.argmax(scores))], scores
+
+
+@pytest.mark.parametrize("criterion, reduce", [("worst", np.min), ("mean", np.mean)])
+def test_validation_choice_of_gamma_matches_a_brute_force_leave_one_domain_out(criterion, reduce):
+    rng = np.random.default_rng(4)
+    split = data.simulate(12, 2, [9.0, 8.0], 4, 1, (20.0, 60.0), 5, 1, 150, rng)
+    gammas = [0.0, 0.5, 2.0, 8.0]
+    chosen, scores = method.validate_gamma(split.train, 2, gammas, criterion)
+    ref_chosen, ref_scores = _brute_force_validation(split.train, 2, gammas, reduce)
+    np.testing.assert_allclose(scores, ref_scores, atol=1e-12)
+    assert chosen == ref_chosen
+    if criterion == "worst":
+        assert chosen > 0  # the worst left-out domain is the one whose inflation pooling misses
+    with pytest.raises(ValueError, match="anchor_pca.validation"):
+        method.validate_gamma(split.train, 2, gammas, "median")
+
+
+def test_validation_with_two_domains_cannot_tell_gammas_apart_and_picks_the_smallest():
+    rng = np.random.default_rng(5)
+    domains = [rng.standard_normal((50, 6)) * np.arange(1, 7), rng.standard_normal((60, 6))]
+    chosen, scores = method.validate_gamma(domains, 2, [4.0, 0.0, 1.0])
+    assert chosen == 0.0 and np.ptp(scores) < 1e-12
+
+
+def test_digits_domains_split_classes_into_training_and_unseen():
+    split = data.digits_domains(6, 0.5, np.random.default_rng(0))
+    assert len(split.train) == 6 and len(split.test) == 4
+    assert not set(split.train_names) & set(split.test_names)
+    assert all(X.shape[1] == 64 for X in split.train + split.test)

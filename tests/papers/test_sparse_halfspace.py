@@ -1,4 +1,5 @@
 """sparse_halfspace against independent references: Monte Carlo for the Gaussian error formula,
+closed-form targets for the bisection on n and the exponent fit, a hand-rolled validation for the l1-SVM's C,
 scipy's SLSQP for the l1/l2 projection and the constrained hinge program, numpy's eigh for the
 filter's top directions, exhaustive search for the sparse direction, and the planted support."""
 
@@ -9,10 +10,12 @@ import pytest
 from scipy.optimize import minimize
 
 from neurips26.papers.sparse_halfspace import check_config
-from neurips26.papers.sparse_halfspace.baselines import averaging, l1_svm, svm
+from neurips26.papers.sparse_halfspace.baselines import (averaging, l1_svm, sparse_averaging, svm,
+                                                         validated_l1_svm)
 from neurips26.papers.sparse_halfspace.data import SparseHalfspace, gaussian_error, support_recovered
 from neurips26.papers.sparse_halfspace.method import (clean_second_moment, constrained_hinge, hinge_objective,
                                                       learn_sparse_halfspace, project_l1_l2, soft_outlier_removal,
+                                                      fit_exponents, hard_filter, sample_size_for_target,
                                                       truncated_power)
 
 @pytest.fixture(autouse=True)
@@ -23,6 +26,8 @@ def one_blas_thread():
         yield
 
 
+DECOY = {"kind": "decoy", "decoy_scale": 3.0, "flip_scale": 1.0}
+FLIPS = {"kind": "boundary_flip", "boundary_width": 0.3}
 ALGO = dict(margin=0.1, tau=0.5, hard_slack=1.5, filter_slack=2.0, max_rounds=50, min_mass=0.5, iterations=200)
 
 
@@ -55,7 +60,7 @@ def test_clean_distribution_has_the_margin_labels_and_second_moment():
 def test_adversary_sits_on_the_decoy_and_the_wrong_side():
     rng = np.random.default_rng(2)
     prob = SparseHalfspace.make(30, 3, 0.1, rng)
-    x, y, bad = prob.sample(1000, 0.2, 3.0, 1.0, rng)
+    x, y, bad = prob.sample(1000, 0.2, DECOY, rng)
     assert bad.sum() == 200
     assert np.all(y[bad] == 1) and np.all(x[bad] @ prob.w_star < 0)
     assert np.mean(x[bad] @ prob.decoy) == pytest.approx(3.0, rel=0.05)
@@ -78,7 +83,7 @@ def test_projection_onto_l1_l2_ball_matches_slsqp(seed):
 def test_constrained_hinge_reaches_the_slsqp_optimum():
     rng = np.random.default_rng(3)
     prob = SparseHalfspace.make(10, 2, 0.1, rng)
-    x, y, _ = prob.sample(80, 0.1, 3.0, 1.0, rng)
+    x, y, _ = prob.sample(80, 0.1, DECOY, rng)
     q = rng.uniform(0.2, 1.0, len(y))
     radius = np.sqrt(2.0)
     w = constrained_hinge(x, y, q, 0.5, radius, iterations=3000)
@@ -117,7 +122,7 @@ def test_truncated_power_finds_the_best_sparse_direction_by_exhaustive_search():
 def test_soft_outlier_removal_downweights_the_decoy_points():
     rng = np.random.default_rng(5)
     prob = SparseHalfspace.make(200, 5, 0.1, rng)
-    x, y, bad = prob.sample(1000, 0.1, 3.0, 1.0, rng)
+    x, y, bad = prob.sample(1000, 0.1, DECOY, rng)
     res = soft_outlier_removal(x, 5, 0.1, 2.0, 50, 0.5)
     assert res.final_variance <= res.threshold
     share = res.weights[bad].sum() / res.weights.sum()
@@ -130,7 +135,7 @@ def test_soft_outlier_removal_downweights_the_decoy_points():
 def test_no_noise_recovers_the_support():
     rng = np.random.default_rng(6)
     prob = SparseHalfspace.make(500, 5, 0.1, rng)
-    x, y, bad = prob.sample(600, 0.0, 3.0, 1.0, rng)
+    x, y, bad = prob.sample(600, 0.0, DECOY, rng)
     learned = learn_sparse_halfspace(x, y, 5, **ALGO)
     assert support_recovered(learned.w, prob.support)
     assert gaussian_error(learned.w, prob.w_star) < 0.05
@@ -139,7 +144,7 @@ def test_no_noise_recovers_the_support():
 def test_ours_beats_baselines_under_the_adversary_in_high_dimension():
     rng = np.random.default_rng(7)
     prob = SparseHalfspace.make(1000, 5, 0.1, rng)
-    x, y, bad = prob.sample(800, 0.1, 3.0, 1.0, rng)
+    x, y, bad = prob.sample(800, 0.1, DECOY, rng)
     ours = gaussian_error(learn_sparse_halfspace(x, y, 5, **ALGO, malicious=bad).w, prob.w_star)
     dense = gaussian_error(learn_sparse_halfspace(x, y, None, **ALGO).w, prob.w_star)
     others = [gaussian_error(w, prob.w_star) for w in (averaging(x, y), l1_svm(x, y, 0.1, 0), svm(x, y, 1.0, 0))]
@@ -158,3 +163,89 @@ def test_check_config_names_the_key():
     assert any(p.startswith("problem.dims") for p in problems)
     assert check_config({"problem": {"sparsity": 5, "dims": [64, 256], "sample_sizes": [10, 20]},
                          "noise_sweep": {"d": 64}}) == []
+
+
+def test_boundary_flips_sit_near_the_boundary_with_flipped_labels_towards_the_decoy():
+    rng = np.random.default_rng(11)
+    prob = SparseHalfspace.make(100, 4, 0.1, rng)
+    x, y, bad = prob.sample(2000, 0.25, FLIPS, rng)
+    z = x[bad] @ prob.w_star
+    assert np.all((np.abs(z) >= 0.1 - 1e-9) & (np.abs(z) <= 0.4 + 1e-9))
+    assert np.all(y[bad] == -np.sign(z))                       # every label is wrong
+    assert np.all(y[bad] * (x[bad] @ prob.decoy) >= 0)          # and agrees with the decoy
+    assert bad.sum() == 500 and np.all(y[~bad] == np.sign(x[~bad] @ prob.w_star))
+    # the points look clean: their squared norm is typical for N(0, I_d)
+    assert np.mean(np.sum(x[bad] ** 2, axis=1)) == pytest.approx(100, rel=0.05)
+    with pytest.raises(ValueError, match="adversary.kind"):
+        prob.sample(10, 0.5, {"kind": "nope"}, rng)
+
+
+@pytest.mark.parametrize("target, truth", [(0.1, 100.0), (0.05, 400.0), (0.02, 2500.0)])
+def test_bisection_for_n_brackets_the_closed_form(target, truth):
+    """error(n) = 1 / sqrt(n): the smallest n with error <= target is 1 / target^2."""
+    calls = []
+
+    def error_at(n):
+        calls.append(n)
+        return 1 / np.sqrt(n)
+
+    n, reached = sample_size_for_target(error_at, target, 20, 4000, steps=6)
+    assert reached
+    ratio = (4000 / 20) ** (2.0 ** -6)
+    assert truth <= n <= truth * ratio * 1.01
+    assert len(calls) <= 8
+
+
+def test_bisection_for_n_matches_brute_force_on_a_monotone_step_function():
+    rng = np.random.default_rng(0)
+    errors = np.sort(rng.random(4001))[::-1]  # decreasing in n
+    n, reached = sample_size_for_target(lambda n: errors[n], errors[1234], 10, 4000, steps=20)
+    assert reached and n == 1234  # enough halvings of log n pin the integer n down
+
+
+def test_bisection_reports_an_unreached_target():
+    assert sample_size_for_target(lambda n: 0.3, 0.1, 20, 400, steps=4) == (400, False)
+    assert sample_size_for_target(lambda n: 0.0, 0.1, 20, 400, steps=4) == (20, True)
+
+
+def test_exponent_fit_recovers_a_planted_power_law():
+    s = np.repeat([2, 5, 10], 3)
+    d = np.tile([64, 512, 4096], 3)
+    n = 3.0 * s ** 2 * np.log(d) ** 5
+    fit = fit_exponents(s, d, n)
+    assert fit["s"] == pytest.approx(2.0) and fit["log_d"] == pytest.approx(5.0)
+    assert fit["intercept"] == pytest.approx(np.log(3.0))
+
+
+def test_sparse_averaging_keeps_the_top_s_coordinates_of_the_average():
+    rng = np.random.default_rng(12)
+    x, y = rng.standard_normal((50, 30)), rng.choice([-1.0, 1.0], 50)
+    w, full = sparse_averaging(x, y, 4), averaging(x, y)
+    assert np.count_nonzero(w) == 4
+    top = np.argsort(-np.abs(full))[:4]
+    np.testing.assert_allclose(w[top], full[top])
+
+
+def test_validated_l1_svm_picks_the_c_of_best_held_out_accuracy():
+    rng = np.random.default_rng(13)
+    prob = SparseHalfspace.make(60, 3, 0.1, rng)
+    x, y, _ = prob.sample(200, 0.1, DECOY, rng)
+    cs = [0.003, 0.03, 0.3, 3.0]
+    w, chosen = validated_l1_svm(x, y, cs, 0.3, seed=4)
+    order = np.random.default_rng([4, 200, 17]).permutation(200)
+    val, fit = order[:60], order[60:]
+    acc = [np.mean(np.sign(x[val] @ l1_svm(x[fit], y[fit], c, 4)) == y[val]) for c in cs]
+    assert chosen == cs[int(np.argmax(acc))]
+    np.testing.assert_allclose(w, l1_svm(x, y, chosen, 4))
+
+
+def test_ablation_without_soft_filter_is_the_constrained_hinge_on_the_hard_filtered_sample():
+    rng = np.random.default_rng(14)
+    prob = SparseHalfspace.make(80, 4, 0.1, rng)
+    x, y, _ = prob.sample(300, 0.1, DECOY, rng)
+    learned = learn_sparse_halfspace(x, y, 4, **ALGO, soft_filter=False)
+    keep = hard_filter(x, ALGO["hard_slack"])
+    ref = constrained_hinge(x[keep].astype(np.float32), y[keep], np.ones(keep.sum()), ALGO["tau"], 2.0,
+                            ALGO["iterations"])
+    np.testing.assert_allclose(learned.w, ref, atol=1e-6)
+    assert learned.weight_mass == keep.sum()

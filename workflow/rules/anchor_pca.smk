@@ -1,7 +1,7 @@
 # anchor_pca: Anchor PCA, robust PCA across domains.
 # evaluate (one job per experiment, all seeds and gammas) -> figures
 AP = "results/anchor_pca"
-AP_FIGURES = ["principal_angles", "unseen_variance"]
+AP_FIGURES = ["principal_angles", "recovery_vs_n", "unseen_variance"]
 
 
 rule anchor_pca_evaluate:
@@ -11,7 +11,7 @@ rule anchor_pca_evaluate:
         metrics=f"{AP}/eval/{{variant}}/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("anchor_pca", "seeds", "gammas", "maximin_iterations", "data"),
+        args=paper_params("anchor_pca", "seeds", "gammas", "validation", "maximin_iterations", "data"),
         wildcards=wildcards_json,
         code=code_stamp("anchor_pca"),
         out=folder_of("output", "metrics"),
@@ -42,7 +42,7 @@ rule anchor_pca_figures:
         claims=f"{AP}/claims.csv",
     params:
         cli=CLI,
-        args=paper_params("anchor_pca", "gammas", "claim_gamma", run_variants=config["anchor_pca"]["run_variants"]),
+        args=paper_params("anchor_pca", "gammas", run_variants=config["anchor_pca"]["run_variants"]),
         code=code_stamp("anchor_pca"),
         evals=folder_of("input", "metrics", up=2),
         out=folder_of("output", "claims"),

@@ -1,7 +1,7 @@
 # sparse_halfspace: attribute-efficient learning of sparse halfspaces under malicious noise.
 # train (one job per seed: every method on the (d, n) grid and the noise sweep) -> evaluate -> figures
 SH = "results/sparse_halfspace"
-SH_FIGURES = ["error_vs_n", "error_vs_d", "error_vs_noise"]
+SH_FIGURES = ["error_vs_n", "error_vs_d", "error_vs_noise", "sample_complexity"]
 
 
 rule sparse_halfspace_train:
@@ -9,7 +9,7 @@ rule sparse_halfspace_train:
         results=f"{SH}/train/seed{{seed}}/results.json",
     params:
         cli=CLI,
-        args=paper_params("sparse_halfspace", "problem", "adversary", "noise_sweep", "algorithm", "baselines"),
+        args=paper_params("sparse_halfspace", "problem", "adversary", "noise_sweep", "complexity", "algorithm", "baselines"),
         wildcards=wildcards_json,
         code=code_stamp("sparse_halfspace"),
         out=folder_of("output", "results"),
@@ -35,7 +35,7 @@ rule sparse_halfspace_evaluate:
         metrics=f"{SH}/eval/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("sparse_halfspace", seeds=config["sparse_halfspace"]["seeds"]),
+        args=paper_params("sparse_halfspace", "complexity", "noise_sweep", seeds=config["sparse_halfspace"]["seeds"]),
         code=code_stamp("sparse_halfspace"),
         train=folder_of("input", "results", up=2),
         out=folder_of("output", "metrics"),

@@ -8,8 +8,6 @@ def check_config(block: dict) -> list[str]:
     """Cross-field checks the schema cannot express; returns 'key: problem' strings."""
     problems = []
     gammas = block.get("gammas", [])
-    if block.get("claim_gamma") not in gammas:
-        problems.append(f"claim_gamma: {block.get('claim_gamma')} must be one of gammas {gammas}")
     if 0 not in gammas and 0.0 not in gammas:
         problems.append("gammas: must include 0 (pooled PCA, the anchor of the trade-off)")
     if "simulated" not in block.get("run_variants", ["simulated"]):
@@ -21,7 +19,7 @@ def check_config(block: dict) -> list[str]:
             problems.append(f"run_variants: '{name}' is not defined under anchor_pca.variants")
     needed = {"simulated": ("p", "invariant_variances", "spurious_pool", "inflated_per_domain", "inflation",
                             "train_domains", "test_domains", "samples_per_domain"),
-              "wine": ("subsample",), "gas_sensor": ("train_batches", "test_batches")}
+              "wine": ("subsample",), "digits": ("train_classes", "subsample"), "gas_sensor": ("train_batches", "test_batches")}
     for name, v in block.get("variants", {}).items():
         missing = [key for key in needed.get(v.get("kind"), ()) if key not in v]
         if missing:
@@ -40,6 +38,11 @@ def check_config(block: dict) -> list[str]:
                 problems.append(f"variants.{name}.inflation: [low, high] with low <= high, got {v.get('inflation')}")
         if v.get("kind") == "wine" and k >= 13:
             problems.append(f"variants.{name}.k: wine has 13 features, k must be below that")
+        if v.get("kind") == "simulated" and v.get("train_domains", 3) < 3:
+            problems.append(f"variants.{name}.train_domains: at least 3, so that held-out-domain validation "
+                            "of gamma fits on two or more domains")
+        if v.get("kind") == "digits" and not 3 <= v.get("train_classes", 3) <= 9:
+            problems.append(f"variants.{name}.train_classes: between 3 and 9 (the others are unseen)")
         if v.get("kind") == "gas_sensor":
             if not v.get("train_batches") or not v.get("test_batches"):
                 problems.append(f"variants.{name}: train_batches and test_batches must be non-empty")

@@ -1,6 +1,7 @@
 """Multi-domain data for Anchor PCA: simulated domains with a planted invariant subspace,
-scikit-learn's wine (cultivars as domains, one held out), and the UCI gas sensor array drift
-files (batches as domains, later batches held out).
+scikit-learn's wine (cultivars as domains, one held out), scikit-learn's digits (digit classes
+as domains, a random four unseen per seed), and the UCI gas sensor array drift files (batches as
+domains, later batches held out; not shipped, read from a folder named in config/paper.yaml).
 
 Simulation: x = Q diag(sqrt(base + inflation_e)) z, z ~ N(0, I_p), Q a random rotation. The
 first k columns of Q carry invariant variance `invariant_variances` (plus the base variance 1) in
@@ -73,6 +74,23 @@ def wine_domains(held_out: int, subsample: float, rng: np.random.Generator) -> M
         train.append(X[keep])
         names.append(f"cultivar{c}")
     return standardise(MultiDomainData(train, [X[y == held_out]], names, [f"cultivar{held_out}"]))
+
+
+def digits_domains(train_classes: int, subsample: float, rng: np.random.Generator) -> MultiDomainData:
+    """scikit-learn's handwritten digits (1797 x 64, 8x8 images, shipped with the package): the
+    ten digit classes are the domains; a seed draws which `train_classes` of them are training
+    domains (the others unseen) and keeps a random `subsample` share of each training class."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    classes = rng.permutation(10)
+    train_c, test_c = sorted(classes[:train_classes].tolist()), sorted(classes[train_classes:].tolist())
+    train = []
+    for c in train_c:
+        rows = np.flatnonzero(y == c)
+        train.append(X[np.sort(rng.choice(rows, size=max(3, int(round(subsample * len(rows)))), replace=False))])
+    return standardise(MultiDomainData(train, [X[y == c] for c in test_c], [f"digit{c}" for c in train_c],
+                                       [f"digit{c}" for c in test_c]))
 
 
 # ---------------------------------------------------------------- UCI gas sensor array drift

@@ -2,8 +2,11 @@
 
 evaluate fits Anchor PCA over the gamma grid, pooled PCA and maximin PCA on the training
 domains of an experiment and measures the explained-variance share on each unseen domain (and,
-for simulated data, the largest principal angle to the planted invariant subspace). figures
-plots them against gamma and writes summary.csv and claims.csv.
+for simulated data, the largest principal angle to the planted invariant subspace). The gamma
+the claims use is chosen per seed and split by held-out-domain validation inside the training
+domains (`method.validate_gamma`); the unseen domains play no part in it. Simulated experiments
+also sweep the samples per domain (recovery against n). figures plots them against gamma and n
+and writes summary.csv and claims.csv.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ import numpy as np
 from neurips26.core import claims, io, plotting, tracking
 
 from . import baselines, data, method
-from .claims import claim_rows
+from .claims import ANGLE_TOLERANCE_DEG, claim_rows
 
 P = "anchor_pca"
 LABELS = {"simulated": "simulated domains", "wine": "wine (held-out cultivar)",
-          "gas_sensor": "gas sensor drift (later batches)"}
+          "digits": "digits (held-out digit classes)", "gas_sensor": "gas sensor drift (later batches)"}
 # What a seed keeps fixed, per kind of experiment (simulated domains are redrawn whole).
-HOLDS_FIXED = {"wine": "the wine data and its held-out cultivars (seeds redraw an 80% subsample of the training cultivars)"}
+HOLDS_FIXED = {"wine": "the wine data and its held-out cultivars (seeds redraw an 80% subsample of the training cultivars)",
+               "digits": "the digits data (seeds redraw which classes are unseen and a subsample of the training classes)"}
 # Experiments whose seeds change nothing (one fixed split): their seeds are not replicates.
 UNREPLICATED = {"gas_sensor": "one fixed split of the gas sensor batches: the seeds change nothing"}
 
@@ -44,6 +48,9 @@ def _splits(settings: dict, seed: int) -> list[data.MultiDomainData]:
     if kind == "wine":
         return [data.wine_domains(h, settings["subsample"], np.random.default_rng([int(seed), h]))
                 for h in range(3)]
+    if kind == "digits":
+        return [data.digits_domains(settings["train_classes"], settings["subsample"],
+                                    np.random.default_rng([int(settings.get("data_seed", 0)), int(seed), 7]))]
     if kind == "gas_sensor":
         if not settings.get("gas_dir"):
             raise ValueError("config key 'anchor_pca.data.gas_dir': the folder of batch*.dat files is not set")
@@ -66,8 +73,15 @@ def run_seed(settings: dict, gammas: list[float], maximin_iters: int, seed: int)
         covs, weights = method.domain_covariances(split.train)
         test_covs, _ = method.domain_covariances(split.test)
         V_max, info = baselines.maximin_pca(covs, k, iterations=maximin_iters)
+        chosen, scores = method.validate_gamma(split.train, k, gammas, settings["validation"])
+        other = "mean" if settings["validation"] == "worst" else "worst"
+        chosen_other, _ = method.validate_gamma(split.train, k, gammas, other)
         per_split.append({
+            "validated_other": _measure(method.anchor_pca(covs, weights, k, chosen_other), split, test_covs),
+            "chosen_gamma_other": chosen_other,
             "anchor": [_measure(method.anchor_pca(covs, weights, k, g), split, test_covs) for g in gammas],
+            "validated": _measure(method.anchor_pca(covs, weights, k, chosen), split, test_covs),
+            "chosen_gamma": chosen, "validation_scores": scores,
             "pooled": _measure(baselines.pooled_pca(covs, weights, k), split, test_covs),
             "maximin": _measure(V_max, split, test_covs),
             "maximin_duality_gap": info["dual_bound"] - info["relaxed_value"],
@@ -85,15 +99,44 @@ def run_seed(settings: dict, gammas: list[float], maximin_iters: int, seed: int)
     result = {
         "seed": seed,
         "anchor": {key: [a[key] for a in anchor] for key in anchor[0]},
+        "validated": summarise([sp["validated"] for sp in per_split]),
+        "chosen_gamma": [sp["chosen_gamma"] for sp in per_split],
+        "validated_other": summarise([sp["validated_other"] for sp in per_split]),
+        "chosen_gamma_other": [sp["chosen_gamma_other"] for sp in per_split],
+        "validation_scores": [[_round(v) for v in sp["validation_scores"]] for sp in per_split],
         "pooled": summarise([sp["pooled"] for sp in per_split]),
         "maximin": summarise([sp["maximin"] for sp in per_split]),
         "maximin_duality_gap": _round(max(sp["maximin_duality_gap"] for sp in per_split)),
         "unseen_domains": sum(len(sp["pooled"]["shares"]) for sp in per_split),
     }
+    if settings["kind"] == "simulated" and settings.get("sample_sweep"):
+        result["sample_sweep"] = sample_sweep(settings, gammas, seed)
     for i, g in enumerate(gammas):
         tracking.active().log_metrics({f"seed{seed}/anchor_mean_share": anchor[i]["mean_share"],
                                        f"seed{seed}/anchor_worst_share": anchor[i]["worst_share"]}, step=i)
     return result
+
+
+def sample_sweep(settings: dict, gammas: list[float], seed: int) -> dict:
+    """Recovery against the samples per domain: fresh simulated domains at each n (same law),
+    the largest principal angle to the planted subspace of Anchor PCA at its validated gamma and
+    of pooled PCA."""
+    out = {"n": [], "anchor_angle": [], "pooled_angle": [], "chosen_gamma": []}
+    k = settings["k"]
+    for n in settings["sample_sweep"]:
+        rng = np.random.default_rng([int(settings.get("data_seed", 0)), int(seed), int(n), 11])
+        split = data.simulate(settings["p"], k, settings["invariant_variances"], settings["spurious_pool"],
+                              settings["inflated_per_domain"], tuple(settings["inflation"]),
+                              settings["train_domains"], 1, int(n), rng)
+        covs, weights = method.domain_covariances(split.train)
+        chosen, _ = method.validate_gamma(split.train, k, gammas, settings["validation"])
+        out["n"].append(int(n))
+        out["chosen_gamma"].append(chosen)
+        out["anchor_angle"].append(_round(method.largest_principal_angle(
+            method.anchor_pca(covs, weights, k, chosen), split.planted)))
+        out["pooled_angle"].append(_round(method.largest_principal_angle(
+            baselines.pooled_pca(covs, weights, k), split.planted)))
+    return out
 
 
 # ---------------------------------------------------------------- evaluate
@@ -101,7 +144,8 @@ def evaluate(params, inputs, out: Path):
     """Every seed of one experiment: Anchor PCA over the gamma grid, pooled and maximin PCA."""
     from threadpoolctl import threadpool_limits
 
-    settings = {**params["variant_settings"], "gas_dir": params["data"].get("gas_dir")}
+    settings = {**params["variant_settings"], "gas_dir": params["data"].get("gas_dir"),
+                "validation": params.get("validation", "worst")}
     with threadpool_limits(limits=int(params.get("threads", 1))):
         seeds = [run_seed(settings, params["gammas"], params["maximin_iterations"], s) for s in params["seeds"]]
     io.write_json(out / "metrics.json", {"experiment": params["variant"], "settings": settings,
@@ -110,73 +154,124 @@ def evaluate(params, inputs, out: Path):
 
 
 # ---------------------------------------------------------------- figures
+def _baseline_band(ax, values, label, color):
+    """A baseline that does not depend on gamma: its mean over seeds as a dashed line and its
+    min-max over seeds as a band."""
+    v = np.asarray(values, float)
+    ax.axhspan(float(v.min()), float(v.max()), color=color, alpha=0.15, lw=0)
+    ax.axhline(float(v.mean()), color=color, ls="--", lw=1.2, label=f"{label} (n={len(v)}; band min-max)")
+
+
 def figures(params, inputs, out: Path):
-    experiments, scale, claim_gamma = params["run_variants"], params["scale"], params["claim_gamma"]
+    experiments, scale = params["run_variants"], params["scale"]
     runs = {e: io.read_json(inputs["evals"] / e / "metrics.json") for e in experiments}
     figdir = out / "figures"
     gammas = params["gammas"]
     # gamma = 0 is drawn at the left end of the log axis
     xs = [g if g > 0 else min(x for x in gammas if x > 0) / 4 for g in gammas]
+    x_of = dict(zip(gammas, xs))
 
     def gamma_axis(ax):
         ax.set_xscale("log")
         ax.set_xticks(xs, [f"{g:g}" for g in gammas], minor=False)
         ax.set_xticks([], minor=True)
-        ax.set_xlabel("gamma (log scale; leftmost point gamma = 0 = pooled PCA)")
-    gi = gammas.index(claim_gamma)
+        ax.set_xlabel("gamma (log scale; leftmost: gamma = 0, pooled PCA)", fontsize=9)
 
-    def baseline_line(ax, values, label, color):
-        m = float(np.mean(values))
-        ax.axhline(m, color=color, ls="--", lw=1.2, label=f"{label} (mean of n={len(values)})")
+    def chosen_marks(ax, seeds):
+        chosen = [g for s in seeds for g in s["chosen_gamma"]]
+        for g in sorted(set(chosen)):
+            ax.axvline(x_of[g], color="#888888", ls=":", lw=1 + chosen.count(g) / len(chosen) * 2)
+        ax.plot([], [], color="#888888", ls=":", label="gamma chosen by validation (width: share of seeds)")
 
     # principal angles to the planted subspace (experiments that have one)
     planted = [e for e in experiments if "angle_deg" in runs[e]["seeds"][0]["anchor"]]
     if planted:
-        fig, axes = plotting.figure(ncols=len(planted))
+        fig, axes = plotting.figure(ncols=len(planted), width=8.5)
         for i, e in enumerate(planted):
             ax, seeds = axes[0, i], runs[e]["seeds"]
             plotting.mean_band(ax, xs, [s["anchor"]["angle_deg"] for s in seeds], "Anchor PCA")
-            baseline_line(ax, [s["pooled"]["angle_deg"] for s in seeds], "pooled PCA", "#d62728")
-            baseline_line(ax, [s["maximin"]["angle_deg"] for s in seeds], "maximin PCA", "#2ca02c")
+            _baseline_band(ax, [s["pooled"]["angle_deg"] for s in seeds], "pooled PCA", "#d62728")
+            _baseline_band(ax, [s["maximin"]["angle_deg"] for s in seeds], "maximin PCA", "#2ca02c")
+            chosen_marks(ax, seeds)
+            ax.axhline(ANGLE_TOLERANCE_DEG, color="k", lw=0.8, label=f"tolerance {ANGLE_TOLERANCE_DEG:g} deg")
             gamma_axis(ax)
             ax.set_ylabel("largest principal angle to the\nplanted subspace (deg, lower is better)")
             ax.set_title(f"anchor_pca: {LABELS.get(e, e)} ({scale} scale)")
-            ax.legend()
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
         plotting.save(fig, figdir / "principal_angles.png")
 
+    # recovery against the samples per domain
+    swept = [e for e in planted if "sample_sweep" in runs[e]["seeds"][0]]
+    if swept:
+        fig, axes = plotting.figure(ncols=len(swept))
+        for i, e in enumerate(swept):
+            ax, seeds = axes[0, i], runs[e]["seeds"]
+            ns = seeds[0]["sample_sweep"]["n"]
+            plotting.mean_band(ax, ns, [s["sample_sweep"]["anchor_angle"] for s in seeds],
+                               "Anchor PCA (validated gamma)", "#1f77b4")
+            plotting.mean_band(ax, ns, [s["sample_sweep"]["pooled_angle"] for s in seeds], "pooled PCA", "#d62728")
+            ax.axhline(ANGLE_TOLERANCE_DEG, color="k", lw=0.8, label=f"tolerance {ANGLE_TOLERANCE_DEG:g} deg")
+            ax.set_xscale("log")
+            ax.set_xticks(ns, [str(n) for n in ns])
+            ax.minorticks_off()
+            ax.set_yscale("log")
+            ax.set_xlabel("samples per domain (log scale)")
+            ax.set_ylabel("largest principal angle to the\nplanted subspace (deg, log scale)")
+            ax.set_title(f"anchor_pca: recovery vs n, {LABELS.get(e, e)} ({scale} scale)", fontsize=10)
+            ax.legend(fontsize=7, loc="best")
+        plotting.save(fig, figdir / "recovery_vs_n.png")
+
     # explained variance on unseen domains, mean and worst case, against gamma
-    fig, axes = plotting.figure(ncols=2, nrows=len(experiments), height=3.4)
+    fig, axes = plotting.figure(ncols=2, nrows=len(experiments), height=3.4, width=5.6)
     for r, e in enumerate(experiments):
         seeds = runs[e]["seeds"]
         for c, (key, what) in enumerate((("mean_share", "mean"), ("worst_share", "worst case"))):
             ax = axes[r, c]
             plotting.mean_band(ax, xs, [s["anchor"][key] for s in seeds], "Anchor PCA")
-            baseline_line(ax, [s["pooled"][key] for s in seeds], "pooled PCA", "#d62728")
-            baseline_line(ax, [s["maximin"][key] for s in seeds], "maximin PCA", "#2ca02c")
-            ax.axvline(xs[gi], color="#888888", ls=":", lw=1, label=f"claim gamma = {claim_gamma:g}")
+            _baseline_band(ax, [s["pooled"][key] for s in seeds], "pooled PCA", "#d62728")
+            _baseline_band(ax, [s["maximin"][key] for s in seeds], "maximin PCA", "#2ca02c")
+            chosen_marks(ax, seeds)
             gamma_axis(ax)
             ax.set_ylabel(f"{what} explained-variance share\non unseen domains (higher is better)")
             ax.set_title(f"{LABELS.get(e, e)}: {what}", fontsize=10)
-            ax.legend(fontsize=7)
+        axes[r, 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(f"anchor_pca: explained variance on unseen domains vs gamma ({scale} scale)")
     plotting.save(fig, figdir / "unseen_variance.png")
 
-    rows, summary = [], {"claim_gamma": claim_gamma, "experiments": {}}
+    rows, summary = [], {"experiments": {}}
     for e in experiments:
         seeds = runs[e]["seeds"]
-        anchor_at = {key: [s["anchor"][key][gi] for s in seeds] for key in seeds[0]["anchor"] if key != "shares"}
         best_mean = int(np.argmax(np.mean([s["anchor"]["mean_share"] for s in seeds], axis=0)))
-        for name, values in (("anchor", anchor_at), ("pooled", None), ("maximin", None)):
-            vals = values or {key: [s[name][key] for s in seeds] for key in seeds[0][name] if key != "shares"}
-            rows.append({"experiment": e, "method": name if name != "anchor" else f"anchor (gamma={claim_gamma:g})",
+        chosen = [g for s in seeds for g in s["chosen_gamma"]]
+        crit = runs[e]["settings"].get("validation", "worst")
+        names = {"validated": f"anchor (gamma by validation, {crit} held-out share)",
+                 "validated_other": f"anchor (gamma by validation, {'mean' if crit == 'worst' else 'worst'} held-out share)",
+                 "pooled": "pooled", "maximin": "maximin"}
+        for name in names:
+            vals = {key: [s[name][key] for s in seeds] for key in seeds[0][name] if key != "shares"}
+            gam = {"validated": "chosen_gamma", "validated_other": "chosen_gamma_other"}.get(name)
+            rows.append({"experiment": e, "method": names[name],
                          **{key: claims.fmt(v) for key, v in sorted(vals.items())},
                          "unseen_domains_per_seed": seeds[0]["unseen_domains"],
-                         "best_gamma_for_mean_share": gammas[best_mean]})
+                         "chosen_gammas": " ".join(f"{g:g}" for s in seeds for g in s[gam]) if gam else "",
+                         "best_gamma_on_unseen_for_mean_share": gammas[best_mean]})
         kind = runs[e]["settings"]["kind"]
-        summary["experiments"][e] = {
+        entry = {
             "label": LABELS.get(e, e), "holds_fixed": HOLDS_FIXED.get(kind, ""), "unreplicated": UNREPLICATED.get(kind, ""),
-            "anchor": {**anchor_at, "shares": [s["anchor"]["shares"][gi] for s in seeds]},
-            **{b: {key: [s[b][key] for s in seeds] for key in seeds[0][b]} for b in ("pooled", "maximin")}}
+            "chosen_gamma": chosen,
+            **{b: {key: [s[b][key] for s in seeds] for key in seeds[0][b]} for b in ("pooled", "maximin")},
+            "anchor": {key: [s["validated"][key] for s in seeds] for key in seeds[0]["validated"]}}
+        if "sample_sweep" in seeds[0]:
+            sw = [s["sample_sweep"] for s in seeds]
+            entry["sample_sweep"] = {"n": sw[0]["n"], "anchor_angle": [x["anchor_angle"] for x in sw],
+                                     "pooled_angle": [x["pooled_angle"] for x in sw]}
+            for j, n in enumerate(sw[0]["n"]):
+                rows.append({"experiment": f"{e} (samples per domain = {n})", "method": "anchor (gamma by validation)",
+                             "angle_deg": claims.fmt([x["anchor_angle"][j] for x in sw]),
+                             "chosen_gammas": " ".join(f"{x['chosen_gamma'][j]:g}" for x in sw)})
+                rows.append({"experiment": f"{e} (samples per domain = {n})", "method": "pooled",
+                             "angle_deg": claims.fmt([x["pooled_angle"][j] for x in sw])})
+        summary["experiments"][e] = entry
     columns = list(dict.fromkeys(key for row in rows for key in row))
     io.write_csv(out / "summary.csv", rows, columns)
     claims.write_claims(out / "claims.csv", claim_rows(summary, scale))

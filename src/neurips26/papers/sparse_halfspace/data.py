@@ -11,6 +11,13 @@ filter keeps them, and on the wrong side of w* with label +1:
     x_bad = g_perp + t v - beta w*,  y_bad = +1,   g_perp ~ N(0, I) off span{w*, v}.
 For the averaging estimator E[y x] this adds eta (t v - beta w*); for hinge losses each such
 point pulls w towards v and away from w*.
+
+A second adversary, boundary label flips: clean-looking points just outside the margin,
+|w*.x| in [gamma, gamma + width], with the label flipped, and their coordinate along the decoy
+v drawn on the side of the flipped label:
+    x_bad = g_perp + z w* - sign(z) |t| v,  y_bad = -sign(z),   z = +-U(gamma, gamma + width).
+Each looks like a clean point (typical norms, inside the support of the clean law); together
+they tilt the boundary towards v.
 """
 
 from __future__ import annotations
@@ -66,12 +73,31 @@ class SparseHalfspace:
         x = g + np.outer(t, self.decoy) - flip_scale * np.outer(np.ones(n), self.w_star)
         return x, np.ones(n)
 
-    def sample(self, n: int, noise_rate: float, decoy_scale: float, flip_scale: float,
+    def boundary_flips(self, n: int, width: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """n malicious examples near the boundary with flipped labels, tilted towards the decoy."""
+        g = rng.standard_normal((n, self.d))
+        for direction in (self.w_star, self.decoy):
+            g -= np.outer(g @ direction, direction)
+        z = rng.choice([-1.0, 1.0], size=n) * (self.margin + width * rng.random(n))
+        t = np.abs(rng.standard_normal(n))
+        x = g + np.outer(z, self.w_star) - np.outer(np.sign(z) * t, self.decoy)
+        return x, -np.sign(z)
+
+    def malicious(self, n: int, adversary: dict, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """n malicious examples of `adversary["kind"]` ("decoy" or "boundary_flip")."""
+        kind = adversary.get("kind", "decoy")
+        if kind == "decoy":
+            return self.adversarial(n, adversary["decoy_scale"], adversary["flip_scale"], rng)
+        if kind == "boundary_flip":
+            return self.boundary_flips(n, adversary["boundary_width"], rng)
+        raise ValueError(f"config key 'sparse_halfspace.adversary.kind': unknown adversary {kind!r}")
+
+    def sample(self, n: int, noise_rate: float, adversary: dict,
                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """n examples, round(noise_rate * n) of them malicious, shuffled; also the is-malicious mask."""
         n_bad = int(round(noise_rate * n))
         xc, yc = self.clean(n - n_bad, rng)
-        xb, yb = self.adversarial(n_bad, decoy_scale, flip_scale, rng)
+        xb, yb = self.malicious(n_bad, adversary, rng)
         x, y = np.vstack([xc, xb]), np.concatenate([yc, yb])
         bad = np.concatenate([np.zeros(n - n_bad, bool), np.ones(n_bad, bool)])
         order = rng.permutation(n)

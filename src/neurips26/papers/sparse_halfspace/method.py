@@ -76,10 +76,13 @@ def truncated_power(x: np.ndarray, q: np.ndarray, k: int | None, iterations: int
     total = q.sum()
     d = x.shape[1]
 
-    def moment(u):
-        return x.T @ (q[:, None] * (x @ u)) / total
+    dt = x.dtype
+    qd = q.astype(dt)
 
-    diag = (q @ (x * x)) / total
+    def moment(u):
+        return (x.T @ (qd[:, None] * (x @ u.astype(dt)))).astype(float) / total
+
+    diag = (qd @ (x * x)).astype(float) / total
     if k is None:
         u = np.random.default_rng(0).standard_normal((d, 1))
     else:
@@ -137,7 +140,7 @@ def soft_outlier_removal(x: np.ndarray, sparsity: int | None, margin: float, sla
         u, value = truncated_power(x, q, sparsity)
         if value <= threshold or q.sum() <= min_mass * n:
             break
-        tau = (x @ u) ** 2
+        tau = (x @ u.astype(x.dtype)).astype(float) ** 2
         q = q * (1 - tau / tau[q > 0].max())
     return FilterResult(q, rounds, value, float(threshold))
 
@@ -156,16 +159,17 @@ def constrained_hinge(x: np.ndarray, y: np.ndarray, q: np.ndarray, tau: float, l
     def project(v):
         return project_l2(v) if l1_radius is None else project_l1_l2(v, l1_radius)
 
-    w = project((q * y) @ x / total)  # start at the (weighted) average, a feasible point
+    dt = x.dtype
+    w = project(((q * y).astype(dt) @ x).astype(float) / total)  # start at the (weighted) average, feasible
     best, best_value = w, np.inf
     for t in range(1, iterations + 2):
-        margins = y * (x @ w)
+        margins = y * (x @ w.astype(dt)).astype(float)
         value = float(q @ np.maximum(0.0, 1 - margins / tau) / total)
         if value < best_value:
             best, best_value = w, value
         if t > iterations:
             break
-        grad = -((q * y * (margins < tau)) @ x) / (tau * total)
+        grad = -((q * y * (margins < tau)).astype(dt) @ x).astype(float) / (tau * total)
         gnorm = np.linalg.norm(grad)
         if gnorm == 0:
             break
@@ -184,14 +188,51 @@ class Learned:
 
 def learn_sparse_halfspace(x: np.ndarray, y: np.ndarray, sparsity: int | None, margin: float, tau: float,
                            hard_slack: float, filter_slack: float, max_rounds: int, min_mass: float,
-                           iterations: int, malicious: np.ndarray | None = None) -> Learned:
-    """The three stages; sparsity=None gives the dense filter + l2-constrained hinge baseline."""
+                           iterations: int, malicious: np.ndarray | None = None,
+                           soft_filter: bool = True) -> Learned:
+    """The three stages; sparsity=None gives the dense filter + l2-constrained hinge baseline,
+    soft_filter=False the constrained hinge on the hard-filtered sample with unit weights (the
+    ablation without soft outlier removal). Computed in float32 (the matrix-vector products
+    dominate the cost; the errors compared are far above float32 rounding)."""
     keep = hard_filter(x, hard_slack)
-    xk, yk = x[keep], y[keep]
-    filt = soft_outlier_removal(xk, sparsity, margin, filter_slack, max_rounds, min_mass)
+    xk, yk = np.asarray(x[keep], dtype=np.float32), y[keep]
+    if soft_filter:
+        filt = soft_outlier_removal(xk, sparsity, margin, filter_slack, max_rounds, min_mass)
+    else:
+        filt = FilterResult(np.ones(len(yk)), 0, float("nan"), float("nan"))
     radius = None if sparsity is None else float(np.sqrt(sparsity))
     w = constrained_hinge(xk, yk, filt.weights, tau, radius, iterations)
     bad_mass = float("nan")
     if malicious is not None:
         bad_mass = float(filt.weights[malicious[keep]].sum() / filt.weights.sum())
     return Learned(w, int(keep.sum()), float(filt.weights.sum()), bad_mass, filt.rounds)
+
+
+# ---------------------------------------------------------------- sample complexity
+def sample_size_for_target(error_at, target: float, n_low: int, n_high: int, steps: int) -> tuple[int, bool]:
+    """Smallest n (to a factor (n_high / n_low)^(2^-steps)) with error_at(n) <= target, by
+    bisection on log n; assumes error_at decreases in n. Returns (n, reached): reached is False
+    when even n_high misses the target (n is then n_high, a lower bound on the true value)."""
+    if error_at(n_high) > target:
+        return int(n_high), False
+    lo, hi = float(n_low), float(n_high)
+    if error_at(int(round(lo))) <= target:
+        return int(round(lo)), True
+    for _ in range(steps):
+        mid = int(round(np.sqrt(lo * hi)))
+        if mid <= lo or mid >= hi:
+            break
+        if error_at(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return int(round(hi)), True
+
+
+def fit_exponents(sparsities, dims, n_needed) -> dict:
+    """Least squares of log n on [1, log s, log log d]: {"s": exponent of s, "log_d": exponent of
+    log d, "intercept"} (n = e^a s^b (log d)^c)."""
+    s, d, n = (np.asarray(v, dtype=float) for v in (sparsities, dims, n_needed))
+    A = np.column_stack([np.ones_like(s), np.log(s), np.log(np.log(d))])
+    coef, *_ = np.linalg.lstsq(A, np.log(n), rcond=None)
+    return {"intercept": float(coef[0]), "s": float(coef[1]), "log_d": float(coef[2])}

@@ -1,10 +1,12 @@
 """The steps the CLI calls for sparse_halfspace: train (one job per seed) -> evaluate -> figures.
 
 train: for each seed, every method on every cell of the (d, n) grid at the default noise rate,
-and on the noise-rate sweep at one (d, n); the clean test error is angle(w, w*) / pi, exact for
-isotropic Gaussian inputs. evaluate: all seeds in metrics.json, with the error growth from the
-smallest to the largest d. figures: error against n per d, against d, against the noise rate;
-claims.
+on the noise-rate sweep at one (d, n) under each adversary, and the sample complexity of ours:
+the n reaching a target error on an (s, d) grid, by bisection; the clean test error is
+angle(w, w*) / pi, exact for isotropic Gaussian inputs. evaluate: all seeds in metrics.json,
+with the error growth from the smallest to the largest d and the per-seed exponents of log n
+against log s and log log d. figures: error against n per d, against d, against the noise
+rate, n needed against s and d; claims.
 """
 
 from __future__ import annotations
@@ -15,39 +17,82 @@ import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
 
-from .baselines import averaging, l1_svm, svm
+from .baselines import averaging, sparse_averaging, svm, validated_l1_svm
 from .claims import claim_rows
 from .data import SparseHalfspace, gaussian_error, support_recovered
-from .method import learn_sparse_halfspace
+from .method import fit_exponents, learn_sparse_halfspace, sample_size_for_target
 
 PAPER = "sparse_halfspace"
-METHODS = ("ours", "filter_dense", "l1_svm", "svm", "averaging")
-LABELS = {"ours": "ours: sparse filter + l1/l2-constrained hinge", "filter_dense": "filter without sparsity (dense, l2 ball)",
-          "l1_svm": "l1-regularised SVM", "svm": "SVM (l2)", "averaging": "averaging"}
-COLOURS = {"ours": "#d62728", "filter_dense": "#2ca02c", "l1_svm": "#1f77b4", "svm": "#9467bd", "averaging": "#444444"}
+METHODS = ("ours", "hinge_no_filter", "filter_dense", "l1_svm", "sparse_averaging", "svm", "averaging")
+LABELS = {"ours": "ours: sparse filter + l1/l2-constrained hinge",
+          "hinge_no_filter": "constrained hinge without soft filter (ablation)",
+          "filter_dense": "filter without sparsity (dense, l2 ball)", "l1_svm": "l1-SVM (C by validation)",
+          "sparse_averaging": "sparse (top-s) averaging", "svm": "SVM (l2)", "averaging": "averaging"}
+COLOURS = {"ours": "#d62728", "hinge_no_filter": "#ff7f0e", "filter_dense": "#2ca02c", "l1_svm": "#1f77b4",
+           "sparse_averaging": "#8c564b", "svm": "#9467bd", "averaging": "#444444"}
+ADVERSARIES = {"decoy": "decoy direction", "boundary_flip": "boundary label flips"}
+
+
+def _learner_args(problem: SparseHalfspace, a: dict, malicious=None) -> dict:
+    return dict(margin=problem.margin, tau=a["hinge_scale"], hard_slack=a["hard_filter_slack"],
+                filter_slack=a["filter_slack"], max_rounds=a["filter_rounds"], min_mass=a["min_weight_mass"],
+                iterations=a["hinge_iterations"], malicious=malicious)
 
 
 def fit_all(x, y, malicious, problem: SparseHalfspace, a: dict, b: dict, seed: int) -> dict:
     """Every method on one sample; the error and whether the top-s coordinates are the support."""
-    common = dict(margin=problem.margin, tau=a["hinge_scale"], hard_slack=a["hard_filter_slack"],
-                  filter_slack=a["filter_slack"], max_rounds=a["filter_rounds"], min_mass=a["min_weight_mass"],
-                  iterations=a["hinge_iterations"], malicious=malicious)
+    common = _learner_args(problem, a, malicious)
     learned = {"ours": learn_sparse_halfspace(x, y, problem.s, **common),
+               "hinge_no_filter": learn_sparse_halfspace(x, y, problem.s, soft_filter=False, **common),
                "filter_dense": learn_sparse_halfspace(x, y, None, **common)}
     ws = {k: v.w for k, v in learned.items()}
-    ws["l1_svm"] = l1_svm(x, y, b["l1_svm_c"], seed)
+    ws["l1_svm"], c = validated_l1_svm(x, y, b["l1_svm_cs"], b["validation_share"], seed)
     ws["svm"] = svm(x, y, b["svm_c"], seed)
     ws["averaging"] = averaging(x, y)
+    ws["sparse_averaging"] = sparse_averaging(x, y, problem.s)
     out = {m: {"error": gaussian_error(ws[m], problem.w_star), "support": support_recovered(ws[m], problem.support)}
            for m in METHODS}
+    out["l1_svm"]["chosen_c"] = c
     for m, r in learned.items():
         out[m]["malicious_weight_share"] = r.malicious_mass
         out[m]["filter_rounds"] = r.filter_rounds
     return out
 
 
-def _problem(p: dict, d: int, seed: int) -> SparseHalfspace:
-    return SparseHalfspace.make(d, p["sparsity"], p["margin"], np.random.default_rng([p["data_seed"], d, seed]))
+def _problem(p: dict, d: int, seed: int, s: int | None = None) -> SparseHalfspace:
+    s = p["sparsity"] if s is None else s
+    key = [p["data_seed"], d, seed] if s == p["sparsity"] else [p["data_seed"], d, seed, s]
+    return SparseHalfspace.make(d, s, p["margin"], np.random.default_rng(key))
+
+
+def sample_complexity(p: dict, adv: dict, a: dict, c: dict, seed: int) -> list[dict]:
+    """For each (s, d): the n at which ours reaches c["target_error"], by bisection on log n.
+    The samples are nested: prefixes of one pool of clean points and one pool of malicious
+    points, round(eta n) of them, so the error is measured along one growing sample."""
+    cells = []
+    eta = adv["noise_rate"]
+    for s in c["sparsities"]:
+        for d in c["dims"]:
+            problem = _problem(p, d, seed, s)
+            rng = np.random.default_rng([p["data_seed"], d, s, seed, 3])
+            n_max = c["n_high"]
+            xc, yc = problem.clean(n_max, rng)
+            xb, yb = problem.malicious(int(round(eta * n_max)), adv, rng)
+            errors = {}
+
+            def error_at(n, problem=problem, xc=xc, yc=yc, xb=xb, yb=yb, errors=errors):
+                n_bad = int(round(eta * n))
+                x, y = np.vstack([xc[:n - n_bad], xb[:n_bad]]), np.concatenate([yc[:n - n_bad], yb[:n_bad]])
+                w = learn_sparse_halfspace(x, y, problem.s, **_learner_args(problem, a)).w
+                errors[int(n)] = gaussian_error(w, problem.w_star)
+                return errors[int(n)]
+
+            n_needed, reached = sample_size_for_target(error_at, c["target_error"], c["n_low"], n_max,
+                                                       c["bisection_steps"])
+            cells.append({"s": s, "d": d, "n_needed": n_needed, "reached": reached,
+                          "errors": {str(k): v for k, v in sorted(errors.items())}})
+            print(f"complexity s={s} d={d}: n={n_needed} reached={reached}", flush=True)
+    return cells
 
 
 # ---------------------------------------------------------------- train
@@ -55,26 +100,29 @@ def train(params, inputs, out: Path):
     from threadpoolctl import threadpool_limits
 
     p, a, b, seed = params["problem"], params["algorithm"], params["baselines"], params["seed"]
-    adv = params["adversary"]
-    result = {"seed": seed, "grid": [], "noise_sweep": []}
+    adv = {"kind": "decoy", **params["adversary"]}
+    result = {"seed": seed, "grid": [], "noise_sweep": {}, "complexity": []}
     with threadpool_limits(params.get("threads", 1)):  # BLAS threads fixed: same floats every run
         for d in p["dims"]:
             problem = _problem(p, d, seed)
             for n in p["sample_sizes"]:
                 rng = np.random.default_rng([p["data_seed"], d, n, seed, 1])
-                x, y, bad = problem.sample(n, adv["noise_rate"], adv["decoy_scale"], adv["flip_scale"], rng)
+                x, y, bad = problem.sample(n, adv["noise_rate"], adv, rng)
                 res = fit_all(x, y, bad, problem, a, b, seed)
                 result["grid"].append({"d": d, "n": n, "noise_rate": adv["noise_rate"], "methods": res})
                 tracking.active().log_metrics({f"d{d}/{m}_error": r["error"] for m, r in res.items()}, step=n)
                 print(f"d={d} n={n}: " + "  ".join(f"{m} {r['error']:.3f}" for m, r in res.items()), flush=True)
         sweep = params["noise_sweep"]
         problem = _problem(p, sweep["d"], seed)
-        for eta in sweep["noise_rates"]:
-            rng = np.random.default_rng([p["data_seed"], sweep["d"], sweep["n"], seed, 2, int(round(eta * 1e6))])
-            x, y, bad = problem.sample(sweep["n"], eta, adv["decoy_scale"], adv["flip_scale"], rng)
-            res = fit_all(x, y, bad, problem, a, b, seed)
-            result["noise_sweep"].append({"d": sweep["d"], "n": sweep["n"], "noise_rate": eta, "methods": res})
-            print(f"eta={eta}: " + "  ".join(f"{m} {r['error']:.3f}" for m, r in res.items()), flush=True)
+        for ai, kind in enumerate(sweep.get("adversaries", list(ADVERSARIES))):
+            cells = result["noise_sweep"][kind] = []
+            for eta in sweep["noise_rates"]:
+                rng = np.random.default_rng([p["data_seed"], sweep["d"], sweep["n"], seed, 2, ai, int(round(eta * 1e6))])
+                x, y, bad = problem.sample(sweep["n"], eta, {**adv, "kind": kind}, rng)
+                res = fit_all(x, y, bad, problem, a, b, seed)
+                cells.append({"d": sweep["d"], "n": sweep["n"], "noise_rate": eta, "methods": res})
+                print(f"{kind} eta={eta}: " + "  ".join(f"{m} {r['error']:.3f}" for m, r in res.items()), flush=True)
+        result["complexity"] = sample_complexity(p, adv, a, params["complexity"], seed)
     io.write_json(out / "results.json", result)
     return [out / "results.json"]
 
@@ -90,27 +138,48 @@ def evaluate(params, inputs, out: Path):
 
     grid = {m: {str(d): {str(n): [cell(r, d, n)["methods"][m]["error"] for r in runs] for n in sizes} for d in dims}
             for m in METHODS}
-    rates = [c["noise_rate"] for c in runs[0]["noise_sweep"]]
-    sweep = {m: {str(eta): [r["noise_sweep"][i]["methods"][m]["error"] for r in runs] for i, eta in enumerate(rates)}
-             for m in METHODS}
-    support = {m: {str(eta): [bool(r["noise_sweep"][i]["methods"][m]["support"]) for r in runs]
-                   for i, eta in enumerate(rates)} for m in METHODS}
+    adversaries = [k for k in params["noise_sweep"].get("adversaries", list(ADVERSARIES)) if k in runs[0]["noise_sweep"]]
+    rates = [c["noise_rate"] for c in runs[0]["noise_sweep"][adversaries[0]]] if adversaries else []
+
+    def per_rate(kind, m, key):
+        return {str(eta): [r["noise_sweep"][kind][i]["methods"][m][key] for r in runs] for i, eta in enumerate(rates)}
+
+    sweep = {kind: {m: per_rate(kind, m, "error") for m in METHODS} for kind in adversaries}
+    support = {kind: {m: per_rate(kind, m, "support") for m in METHODS} for kind in adversaries}
     n_top = str(sizes[-1])
     growth = {m: [grid[m][str(dims[-1])][n_top][s] / max(grid[m][str(dims[0])][n_top][s], 1e-12)
                   for s in range(len(runs))] for m in METHODS}
     malicious_share = {m: {str(d): [cell(r, d, sizes[-1])["methods"][m]["malicious_weight_share"] for r in runs]
                            for d in dims} for m in ("ours", "filter_dense")}
+    chosen_c = [cell(r, d, n)["methods"]["l1_svm"]["chosen_c"] for r in runs for d in dims for n in sizes]
+    # sample complexity: per seed, the least-squares exponents of log n against log s and log log d
+    comp = [r["complexity"] for r in runs]
+    fits = [fit_exponents([c["s"] for c in cs], [c["d"] for c in cs], [c["n_needed"] for c in cs]) for cs in comp]
+    complexity = {
+        "sparsities": sorted({c["s"] for c in comp[0]}), "dims": sorted({c["d"] for c in comp[0]}),
+        "target_error": params["complexity"]["target_error"],
+        "n_needed": {f"{c['s']},{c['d']}": [cs[i]["n_needed"] for cs in comp] for i, c in enumerate(comp[0])},
+        "unreached": sum(not c["reached"] for cs in comp for c in cs), "cells": sum(len(cs) for cs in comp),
+        "exponent_s": [f["s"] for f in fits], "exponent_log_d": [f["log_d"] for f in fits]}
     metrics = {"seeds": params["seeds"], "dims": dims, "sample_sizes": sizes, "noise_rates": rates,
-               "noise_sweep_d": runs[0]["noise_sweep"][0]["d"] if rates else None,
-               "noise_sweep_n": runs[0]["noise_sweep"][0]["n"] if rates else None,
+               "adversaries": adversaries,
+               "noise_sweep_d": runs[0]["noise_sweep"][adversaries[0]][0]["d"] if rates else None,
+               "noise_sweep_n": runs[0]["noise_sweep"][adversaries[0]][0]["n"] if rates else None,
                "error": grid, "noise_sweep_error": sweep, "noise_sweep_support_recovered": support,
-               "error_growth_smallest_to_largest_d": growth, "malicious_weight_share_after_filter": malicious_share}
+               "error_growth_smallest_to_largest_d": growth, "malicious_weight_share_after_filter": malicious_share,
+               "l1_svm_chosen_c": chosen_c, "complexity": complexity}
     tracking.active().log_metrics({f"error_growth/{m}": float(np.mean(v)) for m, v in growth.items()})
     io.write_json(out / "metrics.json", metrics)
     return [out / "metrics.json"]
 
 
 # ---------------------------------------------------------------- figures
+def _legend_outside(axes) -> None:
+    """One legend, right of the last panel (off the curves; tight_layout makes room for it)."""
+    axes.flat[-1].legend(*axes.flat[0].get_legend_handles_labels(), loc="upper left",
+                         bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
 def figures(params, inputs, out: Path):
     m = io.read_json(inputs["metrics"])
     scale, figdir = params["scale"], out / "figures"
@@ -130,12 +199,12 @@ def figures(params, inputs, out: Path):
         ax.minorticks_off()
         ax.set_xlabel("sample size n (incl. malicious points)")
         ax.set_ylabel("clean test error angle(w, w*)/pi")
-        ax.set_title(f"d = {d}, s = {params['problem']['sparsity']}, eta = {eta}")
-    axes[0, 0].legend()
+        ax.set_title(f"d = {d}, s = {params['problem']['sparsity']}, eta = {eta} (decoy)")
+    _legend_outside(axes)
     plotting.save(fig, figdir / "error_vs_n.png")
 
     # error against d at each n, one panel per method: the log d dependence
-    shown = ("ours", "filter_dense", "l1_svm")
+    shown = ("ours", "hinge_no_filter", "filter_dense", "l1_svm")
     fig, axes = plotting.figure(ncols=len(shown), width=4.2)
     top = max(np.max(err[meth][str(d)][str(n)]) for meth in shown for d in dims for n in sizes)
     for ax, meth in zip(axes[0], shown):
@@ -149,32 +218,63 @@ def figures(params, inputs, out: Path):
         ax.set_ylim(0, 1.05 * top)
         ax.set_xlabel("dimension d (log scale)")
         ax.set_ylabel("clean test error angle(w, w*)/pi")
-        ax.set_title(LABELS[meth].split(":")[0] + f" ({scale} scale)")
-        ax.legend()
+        ax.set_title(LABELS[meth].split(":")[0] + f" ({scale} scale)", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
     plotting.save(fig, figdir / "error_vs_d.png")
 
-    # error against the noise rate
-    fig, axes = plotting.figure()
-    ax = axes[0, 0]
-    for meth in METHODS:
-        runs = [[sweep[meth][str(r)][s] for r in rates] for s in range(seeds)]
-        plotting.mean_band(ax, rates, runs, LABELS[meth], COLOURS[meth])
-    ax.set_xlabel("malicious noise rate eta")
-    ax.set_ylabel("clean test error angle(w, w*)/pi")
-    ax.set_title(f"error vs noise rate (d = {m['noise_sweep_d']}, n = {m['noise_sweep_n']})")
-    ax.legend()
+    # error against the noise rate, one panel per adversary
+    adversaries = m["adversaries"]
+    fig, axes = plotting.figure(ncols=max(1, len(adversaries)), width=4.8)
+    for ax, kind in zip(axes[0], adversaries):
+        for meth in METHODS:
+            runs = [[sweep[kind][meth][str(r)][s] for r in rates] for s in range(seeds)]
+            plotting.mean_band(ax, rates, runs, LABELS[meth], COLOURS[meth])
+        ax.set_xlabel("malicious noise rate eta")
+        ax.set_ylabel("clean test error angle(w, w*)/pi")
+        ax.set_title(f"{ADVERSARIES.get(kind, kind)} (d = {m['noise_sweep_d']}, n = {m['noise_sweep_n']})")
+    _legend_outside(axes)
     plotting.save(fig, figdir / "error_vs_noise.png")
+
+    # sample complexity: n needed against d (one line per s) and against s (one line per d)
+    c = m["complexity"]
+    need = {k: np.asarray(v, float) for k, v in c["n_needed"].items()}
+    fig, axes = plotting.figure(ncols=2, width=4.8)
+    for s_, shade in zip(c["sparsities"], np.linspace(0.4, 1.0, len(c["sparsities"]))):
+        runs = np.array([need[f"{s_},{d}"] for d in c["dims"]]).T
+        plotting.mean_band(axes[0, 0], [np.log(np.log(d)) for d in c["dims"]], runs, f"s = {s_}", (0.8 * (1 - shade), 0.2, shade))
+    for d, shade in zip(c["dims"], np.linspace(0.4, 1.0, len(c["dims"]))):
+        runs = np.array([need[f"{s_},{d}"] for s_ in c["sparsities"]]).T
+        plotting.mean_band(axes[0, 1], c["sparsities"], runs, f"d = {d}", (shade, 0.3, 0.8 * (1 - shade)))
+    axes[0, 0].set_xticks([np.log(np.log(d)) for d in c["dims"]], [str(d) for d in c["dims"]])
+    axes[0, 0].set_xlabel("dimension d (axis linear in log log d)")
+    axes[0, 1].set_xscale("log")
+    axes[0, 1].set_xticks(c["sparsities"], [str(v) for v in c["sparsities"]])
+    axes[0, 1].set_xlabel("sparsity s (log scale)")
+    bs, cs = np.mean(c["exponent_s"]), np.mean(c["exponent_log_d"])
+    for ax in axes[0]:
+        ax.set_yscale("log")
+        ax.minorticks_off()
+        ax.set_ylabel(f"n needed for error <= {c['target_error']:g} (ours)")
+        ax.legend(fontsize=7, loc="best")
+    axes[0, 0].set_title(f"n vs d: fitted exponent of log d = {cs:.2f} (bound 5)", fontsize=10)
+    axes[0, 1].set_title(f"n vs s: fitted exponent of s = {bs:.2f} (bound 2)", fontsize=10)
+    plotting.save(fig, figdir / "sample_complexity.png")
 
     # table
     rows = []
     for d in dims:
         for n in sizes:
-            rows.append({"experiment": "grid", "d": d, "n": n, "noise_rate": eta,
+            rows.append({"experiment": "grid (decoy)", "d": d, "n": n, "noise_rate": eta,
                          **{meth: claims.fmt(err[meth][str(d)][str(n)]) for meth in METHODS}})
-    for r in rates:
-        rows.append({"experiment": "noise sweep", "d": m["noise_sweep_d"], "n": m["noise_sweep_n"], "noise_rate": r,
-                     **{meth: claims.fmt(sweep[meth][str(r)]) for meth in METHODS}})
-    io.write_csv(out / "summary.csv", rows)
+    for kind in adversaries:
+        for r in rates:
+            rows.append({"experiment": f"noise sweep ({kind})", "d": m["noise_sweep_d"], "n": m["noise_sweep_n"],
+                         "noise_rate": r, **{meth: claims.fmt(sweep[kind][meth][str(r)]) for meth in METHODS}})
+    for key, v in c["n_needed"].items():
+        s_, d = key.split(",")
+        rows.append({"experiment": f"n needed for error <= {c['target_error']:g}", "d": d, "n": claims.fmt(v),
+                     "noise_rate": eta, "ours": f"s = {s_}"})
+    io.write_csv(out / "summary.csv", rows, list(dict.fromkeys(k for r in rows for k in r)))
 
     claims.write_claims(out / "claims.csv", claim_rows({**m, "noise_rate": eta}, scale))
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
