@@ -272,6 +272,12 @@ def perplexity(model, tokenizer, texts: Sequence[str], batch_size: int = 64) -> 
 def cloze_accuracy(model, tokenizer, items: Sequence[dict], batch_size: int = 64) -> float:
     """Share of multiple-choice cloze items whose right choice gets the highest summed
     log-likelihood of the completed text from the choice onwards (the prefix is shared)."""
+    correct = cloze_correct(model, tokenizer, items, batch_size)
+    return sum(correct) / max(1, len(items))
+
+
+def cloze_correct(model, tokenizer, items: Sequence[dict], batch_size: int = 64) -> list[int]:
+    """Per cloze item, 1 when its right choice scores highest (as in `cloze_accuracy`), else 0."""
     texts, starts, owners = [], [], []
     for k, it in enumerate(items):
         for c in it["choices"]:
@@ -286,5 +292,4 @@ def cloze_accuracy(model, tokenizer, items: Sequence[dict], batch_size: int = 64
         pos[k] = j + 1
         if k not in best or s > best[k][0]:
             best[k] = (s, j)
-    correct = sum(1 for k, it in enumerate(items) if best[k][1] == it["answer"])
-    return correct / max(1, len(items))
+    return [int(best[k][1] == it["answer"]) for k, it in enumerate(items)]

@@ -20,6 +20,8 @@ from neurips26.core import claims, io, plotting, tracking
 from neurips26.core.seeding import generator
 from neurips26.core.trainer import fit, make_trainer
 
+from .claims import claim_rows
+
 P = "angular_nets"
 
 
@@ -34,8 +36,17 @@ def _code_hash() -> str:
 
 
 # ---------------------------------------------------------------- data
+REAL_DATA = ("cifar10", "imagenet", "glue")  # fixed files: every seed sees the same train and test sets
+
+
+def data_seed(d: dict, seed: int) -> int:
+    """Seed of the generated data (and of the digits split) of one training seed: each seed
+    draws its own training and test sets."""
+    return d["seed"] + 1000 * seed
+
+
 def load_data(source: str, d: dict) -> tuple[torch.utils.data.Dataset, tuple, dict]:
-    """(train dataset, test tensors, info) for one data source."""
+    """(train dataset, test tensors, info) for one data source; `d["seed"]` seeds the generators."""
     from . import data as D
 
     T = torch.utils.data.TensorDataset
@@ -125,17 +136,18 @@ def classifier_module(model, t: dict, tag: str):
 
 
 @torch.no_grad()
-def accuracy(model, test: tuple, batch_size: int = 500) -> float:
-    """Test accuracy, on the GPU when there is one (the model is left on the CPU afterwards)."""
+def correct_per_example(model, test: tuple, batch_size: int = 500) -> list[int]:
+    """1 where the model classifies a test example right, else 0, on the GPU when there is one
+    (the model is left on the CPU afterwards)."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.eval().to(device)
     *inputs, y = test
-    correct = 0
+    correct: list[int] = []
     for i in range(0, len(y), batch_size):
         out = model(*[t[i:i + batch_size].to(device) for t in inputs])
-        correct += int((out.argmax(1).cpu() == y[i:i + batch_size]).sum())
+        correct += (out.argmax(1).cpu() == y[i:i + batch_size]).int().tolist()
     model.cpu()
-    return correct / len(y)
+    return correct
 
 
 def method_spec(name: str, settings: dict, angular: dict, seed: int, nu: float | None = None):
@@ -160,9 +172,10 @@ def train_one(name, spec, backbone, params, train_set, test, info, out: Path) ->
     trainer, resume = make_trainer(out / name, run_params, t["steps"], checkpoint_every=t["steps"],
                                    log_every_n_steps=max(1, t["steps"] // 10))
     fit(trainer, module, loader, resume)
-    acc = accuracy(model, test)
+    correct = correct_per_example(model, test)
+    acc = sum(correct) / len(correct)
     k = max(1, len(module.losses) // 10)
-    result = {"accuracy": acc, "weight_bits": spec.weight_bits, "activation_bits": spec.activation_bits,
+    result = {"accuracy": acc, "correct": correct, "weight_bits": spec.weight_bits, "activation_bits": spec.activation_bits,
               "nu": spec.nu if spec.method == "angular" else None, "storage_bytes": storage_bytes(model),
               "loss_start": float(np.mean(module.losses[:k])) if module.losses else None,
               "loss_end": float(np.mean(module.losses[-k:])) if module.losses else None}
@@ -175,7 +188,7 @@ def train(params, inputs, out: Path):
     """Every method of one experiment for one seed; metrics.json holds their test accuracy."""
     v = params["variant_settings"]
     backbone, methods = v["backbone"], v.get("methods") or list(params["methods"])
-    train_set, test, info = load_data(v["data"], params["data"])
+    train_set, test, info = load_data(v["data"], {**params["data"], "seed": data_seed(params["data"], params["seed"])})
     results = {}
     for name in methods:
         spec = method_spec(name, params["methods"][name], params["angular"], params["seed"])
@@ -191,7 +204,8 @@ def train(params, inputs, out: Path):
                 nu_study[f"{nu:g}"] = train_one(f"{base}_nu{nu:g}", spec, backbone, params, train_set, test, info, out)
     io.write_json(out / "metrics.json", {"experiment": params["variant"], "seed": params["seed"],
                                          "backbone": backbone, "data": v["data"], "methods": results,
-                                         "nu_study": nu_study, "nu_study_method": params["nu_study_method"]})
+                                         "nu_study": nu_study, "nu_study_method": params["nu_study_method"],
+                                         "data_fixed": v["data"] in REAL_DATA})
     return [out / "metrics.json"]
 
 
@@ -223,6 +237,27 @@ LABELS = {"fp": "full precision", "bnn": "BNN (STE sign)", "xnor": "XNOR-Net", "
 
 def _vals(runs, method, key="accuracy"):
     return [r["methods"][method][key] for r in runs if method in r["methods"]]
+
+
+def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict) -> dict:
+    """What the claims need, per experiment and method: family, bits, per-seed accuracy and
+    per-seed per-example correctness (None when a run did not save it); the planted trials."""
+    def entry(results: list[dict]) -> dict:
+        correct = [r.get("correct") for r in results]
+        return {"accuracy": [r["accuracy"] for r in results],
+                "correct": None if any(c is None for c in correct) else correct}
+
+    experiments = {}
+    for e, rs in runs.items():
+        first = rs[0]
+        methods = {n: {"family": methods_cfg[n]["method"], "weight_bits": m["weight_bits"],
+                       "activation_bits": m["activation_bits"], **entry([r["methods"][n] for r in rs])}
+                   for n, m in first["methods"].items()}
+        nu_study = {nu: entry([r["nu_study"][nu] for r in rs]) for nu in sorted(first["nu_study"], key=float)}
+        experiments[e] = {"methods": methods, "nu_study": nu_study, "data_fixed": bool(first.get("data_fixed")),
+                          "data": first["data"]}
+    return {"experiments": experiments,
+            "planted": {k: planted_m[k] for k in ("trials", "grad_threshold", "claim_min_samples")}}
 
 
 def figures(params, inputs, out: Path):
@@ -324,35 +359,5 @@ def figures(params, inputs, out: Path):
     io.write_csv(out / "summary.csv", rows)
 
     # claims
-    rows = []
-    for e in experiments:
-        names = runs[e][0]["methods"]
-        ang1 = [n for n in names if methods_cfg[n]["method"] == "angular" and runs[e][0]["methods"][n]["weight_bits"] == 1
-                and runs[e][0]["methods"][n]["activation_bits"] == 1]
-        binaries = [n for n in names if methods_cfg[n]["method"] in ("bnn", "xnor")]
-        if ang1 and binaries:
-            best = max(binaries, key=lambda n: np.mean(_vals(runs[e], n)))
-            rows.append(claims.row(P, f"1-bit angular layers beat 1-bit STE baselines ({e})",
-                                   "test accuracy at W1/A1, higher is better", ang1[0], _vals(runs[e], ang1[0]),
-                                   best, _vals(runs[e], best), True, scale, "accuracy_vs_bits.png"))
-        two = lambda fam: [n for n in names if methods_cfg[n]["method"] == fam and runs[e][0]["methods"][n]["weight_bits"] == 2]
-        if two("angular") and two("lsq"):
-            a, b = two("angular")[0], two("lsq")[0]
-            rows.append(claims.row(P, f"2-bit angular nets beat LSQ at 2 bits ({e})", "test accuracy at W2/A2, higher is better",
-                                   a, _vals(runs[e], a), b, _vals(runs[e], b), True, scale, "accuracy_vs_bits.png"))
-        if runs[e][0]["nu_study"]:
-            nus = sorted(runs[e][0]["nu_study"], key=float)
-            hi, lo = nus[-1], nus[0]
-            rows.append(claims.row(P, f"more random features (larger nu) improve 1-bit angular nets ({e})",
-                                   "test accuracy, higher is better", f"nu={hi}",
-                                   [r["nu_study"][hi]["accuracy"] for r in runs[e]], f"nu={lo}",
-                                   [r["nu_study"][lo]["accuracy"] for r in runs[e]], True, scale, "accuracy_vs_nu.png"))
-    min_n = planted_m["claim_min_samples"]
-    small = [float(t["recovered"]) for t in trials if t["g_gradient_norm"] < thr and t["n"] >= min_n]
-    large = [float(t["recovered"]) for t in trials if t["g_gradient_norm"] >= thr and t["n"] >= min_n]
-    rows.append(claims.row(P, "a small G-gradient means exact recovery of the planted binary target",
-                           f"exact recovery rate (n >= {min_n}), trials with G-gradient norm < {thr:g} vs >= {thr:g}, higher is better",
-                           f"small gradient ({len(small)} trials)", small, f"large gradient ({len(large)} trials)",
-                           large, True, scale, "planted_recovery.png"))
-    claims.write_claims(out / "claims.csv", rows)
+    claims.write_claims(out / "claims.csv", claim_rows(claims_summary(runs, planted_m, methods_cfg), scale))
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]

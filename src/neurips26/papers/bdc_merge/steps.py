@@ -18,6 +18,8 @@ import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
 
+from .claims import claim_rows
+
 P = "bdc_merge"
 METHOD_LABELS = {"target": "target alone", "source": "source alone (reference)", "naive": "truncate-and-average",
                  "transport": "Transport and Merge", "transport_lora": "Transport and Merge + LoRA",
@@ -39,14 +41,33 @@ def _model_location(params: dict, inputs: dict, which: str) -> str:
     return str(inputs[which])
 
 
-def _evaluate(model, tok, task_data: dict, general: list[str], batch: int, tasks: list[str]) -> dict:
+def _scores(model, tok, texts: list[str], batch: int) -> tuple[float, list[float], list[int]]:
+    """Perplexity over `texts`, and per text its summed negative log-likelihood and token count."""
     from neurips26.core import lm
 
-    out = {"general_ppl": _round(lm.perplexity(model, tok, general, batch))}
+    sums, counts = lm.sequence_logprobs(model, tok, texts, batch)
+    return float(np.exp(-sum(sums) / max(1, sum(counts)))), [_round(-x) for x in sums], counts
+
+
+def _evaluate(model, tok, task_data: dict, general: list[str], batch: int, tasks: list[str]) -> dict:
+    """Perplexities and cloze accuracy, with the per-item scores they come from (`items`)."""
+    from neurips26.core import lm
+
+    ppl, nll, tokens = _scores(model, tok, general, batch)
+    out = {"general_ppl": _round(ppl), "general_items": {"general_nll": nll, "general_tokens": tokens}}
     for t in tasks:
-        out[t] = {"ppl": _round(lm.perplexity(model, tok, task_data[t]["valid"], batch)),
-                  "cloze": _round(lm.cloze_accuracy(model, tok, task_data[t]["cloze"], batch))}
+        ppl, nll, tokens = _scores(model, tok, task_data[t]["valid"], batch)
+        correct = lm.cloze_correct(model, tok, task_data[t]["cloze"], batch)
+        out[t] = {"ppl": _round(ppl), "cloze": _round(sum(correct) / max(1, len(correct))),
+                  "items": {"cloze": correct, "nll": nll, "tokens": tokens}}
     return out
+
+
+def _subset(items: list, n: int, rng: np.random.Generator) -> list:
+    """n of `items`, drawn without replacement in their file order: each seed evaluates its own subset."""
+    if n >= len(items):
+        return list(items)
+    return [items[i] for i in np.sort(rng.choice(len(items), n, replace=False))]
 
 
 def run(params, inputs, out: Path):
@@ -73,24 +94,28 @@ def run(params, inputs, out: Path):
     missing = [t for t in tasks + [params["data"]["general_task"]] if t not in manifest]
     if missing:
         raise ValueError(f"config key 'bdc_merge.data.tasks': {missing} not in {folder}/manifest.json")
-    task_data = {t: {"valid": lm_corpora.read_lines(folder, t, "valid")[:ev["valid_sentences"]],
-                     "cloze": lm_corpora.read_cloze(folder, t)[:ev["cloze_questions"]],
+    eval_rng = np.random.default_rng([seed, 11])  # the evaluation subsets, one draw per seed
+    task_data = {t: {"valid": _subset(lm_corpora.read_lines(folder, t, "valid"), ev["valid_sentences"], eval_rng),
+                     "cloze": _subset(lm_corpora.read_cloze(folder, t), ev["cloze_questions"], eval_rng),
                      "train": lm_corpora.read_lines(folder, t, "train"), "kind": manifest[t]["kind"]} for t in tasks}
-    general = lm_corpora.read_lines(folder, params["data"]["general_task"], "valid")[:ev["valid_sentences"]]
+    general = _subset(lm_corpora.read_lines(folder, params["data"]["general_task"], "valid"), ev["valid_sentences"],
+                      eval_rng)
     batch = ev["batch_size"]
 
     records = []
 
-    def record(name, task, size, strength, res):
+    def record(name, task, size, strength, res, items=False):
+        """One evaluation; per-item scores only at the default setting (the claims compare there)."""
         records.append({"method": name, "task": task, "calibration_size": size, "strength": strength,
-                        "ppl": res[task]["ppl"], "cloze": res[task]["cloze"], "general_ppl": res["general_ppl"]})
+                        "ppl": res[task]["ppl"], "cloze": res[task]["cloze"], "general_ppl": res["general_ppl"],
+                        **({"items": {**res[task]["items"], **res["general_items"]}} if items else {})})
 
     # the unmerged models: the target's numbers are what strength 0 gives every method
     reference = {"target": _evaluate(target, t_tok, task_data, general, batch, tasks),
                  "source": _evaluate(source, s_tok, task_data, general, batch, tasks)}
     for name, res in reference.items():
         for t in tasks:
-            record(name, t, 0, 0.0, res)
+            record(name, t, 0, 0.0, res, items=True)
 
     bdc, tr, naive, lora = params["bdc"], params["transport"], params["naive"], params["lora"]
     bdc_matrices = [m for m in bdc["matrices"] if shared_vocab or m not in ("embed_tokens", "lm_head")]
@@ -124,12 +149,13 @@ def run(params, inputs, out: Path):
             strengths = params["strengths"] if size == cal["size"] else [params["strength"]]
             names = [*plans, "naive"] if size == cal["size"] else list(plans)
             for alpha in strengths:
+                default = size == cal["size"] and alpha == params["strength"]
                 for name in names:
                     if alpha == 0:  # fuse(..., 0) is the target itself (tested), so reuse its numbers
-                        record(name, t, size, alpha, reference["target"])
+                        record(name, t, size, alpha, reference["target"], default)
                         continue
                     merged = method.fuse(source, target, naive_plan if name == "naive" else plans[name], alpha)
-                    record(name, t, size, alpha, _evaluate(merged, t_tok, task_data, general, batch, [t]))
+                    record(name, t, size, alpha, _evaluate(merged, t_tok, task_data, general, batch, [t]), default)
             if size == cal["size"]:
                 merged = method.fuse(source, target, plans["transport"], params["strength"])
                 work = out / "lora_work" / t
@@ -137,7 +163,7 @@ def run(params, inputs, out: Path):
                                                lora["alpha"], lora["steps"], lora["lr"], lora["batch_size"], seed)
                 shutil.rmtree(work, ignore_errors=True)
                 record("transport_lora", t, size, params["strength"],
-                       _evaluate(adapted, t_tok, task_data, general, batch, [t]))
+                       _evaluate(adapted, t_tok, task_data, general, batch, [t]), items=True)
         tracking.active().log_metrics({f"{t}_bdc_cloze": r["cloze"] for r in records[-1:]})
     shutil.rmtree(out / "lora_work", ignore_errors=True)
     metrics = {"seed": seed, "tasks": {t: task_data[t]["kind"] for t in tasks}, "records": records,
@@ -168,6 +194,46 @@ def _setting(method: str, p: dict) -> dict:
     if method in ("target", "source"):
         return {"method": method}
     return {"method": method, "calibration_size": p["calibration"]["size"], "strength": p["strength"]}
+
+
+def _group_items(records: list[dict], key: str, tokens: str | None) -> list[float] | None:
+    """Per-item scores of one seed over the tasks of a group, weighted so that their mean is the
+    mean over tasks of the task's value: cloze correctness (tokens None), or a sentence's negative
+    log-likelihood over the task's tokens (mean: the mean over tasks of log perplexity)."""
+    if not records or any("items" not in r for r in records):
+        return None
+    total = sum(len(r["items"][key]) for r in records)
+    out = []
+    for r in records:
+        vals = r["items"][key]
+        per = total / (len(records) * (sum(r["items"][tokens]) if tokens else len(vals)))
+        out += [x * per for x in vals]
+    return out
+
+
+def claims_summary(runs: list[dict], params: dict) -> dict:
+    """Per method and seed at the default setting: cloze accuracy and log perplexity averaged over
+    each group of tasks (low-resource, knowledge), general log perplexity averaged over all tasks,
+    and the per-item scores behind each (None for runs that did not save them)."""
+    kinds = runs[0]["tasks"]
+    groups = {"low": [t for t in kinds if kinds[t] == "low"], "knowledge": [t for t in kinds if kinds[t] == "knowledge"]}
+    methods = {}
+    for m in ("target", "transport", "transport_lora", "bdc"):
+        seeds = _select(runs, **_setting(m, params))
+        entry = {"cloze": {}, "log_ppl": {}, "cloze_items": {}, "nll_items": {}}
+        for g, tasks in groups.items():
+            picked = [[r for r in recs if r["task"] in tasks] for recs in seeds]
+            entry["cloze"][g] = [float(np.mean([r["cloze"] for r in p])) for p in picked]
+            entry["log_ppl"][g] = [float(np.mean([np.log(r["ppl"]) for r in p])) for p in picked]
+            for key, field, tokens in (("cloze_items", "cloze", None), ("nll_items", "nll", "tokens")):
+                items = [_group_items(p, field, tokens) for p in picked]
+                entry[key][g] = None if any(i is None for i in items) else items
+        entry["general_log_ppl"] = [float(np.mean([np.log(r["general_ppl"]) for r in recs])) for recs in seeds]
+        items = [_group_items(recs, "general_nll", "general_tokens") for recs in seeds]
+        entry["general_items"] = None if any(i is None for i in items) else items
+        methods[m] = entry
+    return {"methods": methods, "groups": groups, "general_tolerance": params["general_tolerance"],
+            "holds_fixed": "the source and target models (one pretrained pair)"}
 
 
 def figures(params, inputs, out: Path):
@@ -244,36 +310,7 @@ def figures(params, inputs, out: Path):
                          "general_ppl": claims.fmt(_value(runs, "general_ppl", group, **_setting(m, params)))})
     io.write_csv(out / "summary.csv", rows, ["method", "task", "cloze", "ppl", "general_ppl"])
 
-    scale = params["scale"]
-    bdc_s, tm_s, tml_s = (_setting(m, params) for m in ("bdc", "transport", "transport_lora"))
-    rows = [
-        claims.row(P, "BDC-Merge beats Transport and Merge on low-resource languages", "cloze accuracy, higher is better",
-                   "BDC-Merge", _value(runs, "cloze", low, **bdc_s), "Transport and Merge",
-                   _value(runs, "cloze", low, **tm_s), True, scale, "tasks.png"),
-        claims.row(P, "BDC-Merge beats Transport and Merge on specialised knowledge", "cloze accuracy, higher is better",
-                   "BDC-Merge", _value(runs, "cloze", know, **bdc_s), "Transport and Merge",
-                   _value(runs, "cloze", know, **tm_s), True, scale, "tasks.png"),
-        claims.row(P, "BDC-Merge beats Transport and Merge on low-resource languages", "perplexity, lower is better",
-                   "BDC-Merge", _value(runs, "ppl", low, **bdc_s), "Transport and Merge",
-                   _value(runs, "ppl", low, **tm_s), False, scale, "tasks.png"),
-        claims.row(P, "BDC-Merge beats Transport and Merge on specialised knowledge", "perplexity, lower is better",
-                   "BDC-Merge", _value(runs, "ppl", know, **bdc_s), "Transport and Merge",
-                   _value(runs, "ppl", know, **tm_s), False, scale, "tasks.png"),
-        claims.row(P, "BDC-Merge without training beats Transport and Merge with LoRA adaptation (low-resource)",
-                   "perplexity, lower is better", "BDC-Merge", _value(runs, "ppl", low, **bdc_s),
-                   "Transport and Merge + LoRA", _value(runs, "ppl", low, **tml_s), False, scale, "tasks.png"),
-        claims.row(P, "BDC-Merge improves the target on low-resource languages", "perplexity, lower is better",
-                   "BDC-Merge", _value(runs, "ppl", low, **bdc_s), "target alone",
-                   _value(runs, "ppl", low, method="target"), False, scale, "tasks.png"),
-    ]
-    general_bdc = _value(runs, "general_ppl", tasks, **bdc_s)
-    general_target = _value(runs, "general_ppl", tasks, method="target")
-    ratio = float(np.mean(general_bdc) / np.mean(general_target))
-    tol = params["general_tolerance"]
-    verdict = "yes" if ratio <= 1 + tol else "partly" if ratio <= 1 + 3 * tol else "no"
-    rows.append(claims.row(P, f"BDC-Merge largely preserves general ability (high-resource perplexity within {tol:.0%} of the target)",
-                           "held-out high-resource perplexity, lower is better", "BDC-Merge", general_bdc,
-                           "target alone", general_target, False, scale, "strength.png", reproduced=verdict))
-    claims.write_claims(out / "claims.csv", rows)
+    summary = claims_summary(runs, params)
+    claims.write_claims(out / "claims.csv", claim_rows(summary, params["scale"]))
     return [fig_dir / "tasks.png", fig_dir / "strength.png", fig_dir / "calibration_size.png",
             out / "summary.csv", out / "claims.csv"]

@@ -163,10 +163,16 @@ def train_classifier(net: nn.Module, tensors: tuple, out: Path, params: dict, st
 
 
 @torch.no_grad()
-def accuracy(net: nn.Module, inputs, labels: torch.Tensor, batch_size: int = 512) -> float:
+def correct_per_example(net: nn.Module, inputs, labels: torch.Tensor, batch_size: int = 512) -> list[int]:
+    """1 where `net` classifies an example right, else 0."""
     net.eval()
-    correct = 0
+    correct: list[int] = []
     for i in range(0, len(labels), batch_size):
         x = tuple(t[i:i + batch_size] for t in inputs) if isinstance(inputs, tuple) else inputs[i:i + batch_size]
-        correct += int((net(x).argmax(1) == labels[i:i + batch_size]).sum())
-    return correct / len(labels)
+        correct += (net(x).argmax(1) == labels[i:i + batch_size]).int().tolist()
+    return correct
+
+
+def accuracy(net: nn.Module, inputs, labels: torch.Tensor, batch_size: int = 512) -> float:
+    correct = correct_per_example(net, inputs, labels, batch_size)
+    return sum(correct) / len(correct)
