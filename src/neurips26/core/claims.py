@@ -5,8 +5,8 @@ Three kinds of row, each carrying its criterion in the row:
 - `comparison`: the method against a baseline in a claimed direction. The improvement
   d = (method - baseline) when higher is better, (baseline - method) otherwise, with a 95%
   interval: a paired t interval over seeds when the seeds pair the two sides, a Welch interval
-  when they do not, or a paired bootstrap over seeds and evaluation items when per-item scores
-  exist. `yes` when the interval lies above 0 and d reaches the row's minimum effect; `no` when
+  when they do not; when per-item scores exist, the wider of a paired bootstrap over seeds and
+  evaluation items and the paired t over seeds (evaluation noise and seed noise both count). `yes` when the interval lies above 0 and d reaches the row's minimum effect; `no` when
   d < 0; `inconclusive` otherwise. `untested` when a side has fewer than 3 replicates.
 - `target`: a measured quantity against the paper's number or a band. With an interval: `yes`
   when the interval lies inside the band, `no` when it lies outside, `inconclusive` when it
@@ -240,9 +240,15 @@ def comparison(paper: str, claim: str, metric: str, method: str, method_values: 
         reason = f"fewer than {MIN_REPLICATES} {replicate} on a side"
     if not reason:
         if method_items is not None and baseline_items is not None:
+            # With few seeds a bootstrap over seeds understates their spread: take the wider of
+            # it and the paired t interval over the seed means.
             d, lo_, hi_ = paired_bootstrap_interval(method_items, baseline_items)
+            if paired and len(m) == len(b):
+                _, t_lo, t_hi = paired_t_interval([x - y for x, y in zip(m, b)])
+                lo_, hi_ = min(lo_, t_lo), max(hi_, t_hi)
             items = sum(len(x) for x in method_items) // max(len(method_items), 1)
-            how = f"paired bootstrap over {len(method_items)} {replicate} x {items} items"
+            how = (f"the wider of a paired bootstrap over {len(method_items)} {replicate} x {items} items "
+                   f"and a paired t over the {replicate}")
         elif paired:
             if len(m) != len(b):
                 raise ValueError(f"{paper}: '{claim}': paired comparison needs as many method as baseline values")

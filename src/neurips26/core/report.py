@@ -16,8 +16,8 @@ How verdicts are computed (`neurips26.core.claims`):
 
 - **comparison** rows: the improvement is method - baseline when higher is better, baseline -
   method otherwise, with a 95% interval: paired t over seeds when seeds pair the two sides, Welch
-  when they do not, a two-level paired bootstrap (seeds, then evaluation items) when per-item
-  scores exist; the row's `criterion` says which. `yes` when the interval lies above 0 and the
+  when they do not; where per-item scores exist, the wider of a two-level paired bootstrap (seeds,
+  then evaluation items) and the paired t over seeds; the row's `criterion` says which. `yes` when the interval lies above 0 and the
   improvement reaches the row's minimum effect (default 1% of the baseline); `no` when the
   improvement is negative; `inconclusive` otherwise.
 - **target** rows: a measured quantity against the paper's number or a band. With an interval,
