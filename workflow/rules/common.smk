@@ -34,6 +34,45 @@ _TARGETS = {}
 _STAMPS = {}
 
 
+CLUSTER = config["cluster"]
+
+
+def on_slurm():
+    """Whether jobs run under SLURM: submitted by a non-local executor, or this Snakemake
+    runs inside an allocation (the job step the slurm executor starts, or salloc)."""
+    return workflow.non_local_exec or "SLURM_JOB_ID" in os.environ
+
+
+def job_resources(mem_mb, runtime, gpus=0, cpu_ranks=1):
+    """The resources of a GPU or multi-rank rule, used as `resources: **job_resources(...)`.
+
+    One rank per GPU (or `cpu_ranks` processes without GPUs, DDP over gloo): SLURM makes the
+    ranks with `--ntasks-per-node` (`tasks_per_node`; `tasks` would become `--ntasks`, which
+    Lightning refuses without SLURM_NTASKS_PER_NODE), and the `mpi` resource, which the rule's
+    shell line starts with, is `srun` itself: with an `mpi` resource the executor does not
+    wrap the job in `srun -n1`. srun no longer inherits --cpus-per-task, so it is passed again.
+    Locally `mpi` is empty: Lightning starts one process per device itself. A rule with GPUs
+    goes to the GPU partition; `mem_mb` is for the whole node (all ranks).
+    """
+    ranks = gpus if gpus > 0 else cpu_ranks
+    cpus = CLUSTER["cpus_per_gpu"] if gpus > 0 else THREADS
+    res = {"mem_mb": mem_mb, "runtime": runtime, "mpi": _launcher(ranks, cpus)}
+    if gpus > 0:
+        res.update(gpu=gpus, slurm_partition=CLUSTER["gpu_partition"], cpus_per_task=cpus)
+    if ranks > 1:
+        res["tasks_per_node"] = ranks
+    return res
+
+
+def _launcher(ranks, cpus):
+    def mpi(wildcards, threads):
+        if ranks > 1 and on_slurm():
+            return f"srun --ntasks-per-node={ranks} --cpus-per-task={cpus} --kill-on-bad-exit=1"
+        return ""
+
+    return mpi
+
+
 def register_targets(paper, targets):
     """Each paper's rules file names the final outputs `rule all` needs when it is enabled."""
     _TARGETS[paper] = list(targets)
