@@ -243,3 +243,13 @@ def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
         if rule not in PAPER_GPU_RULES:
             for res in resources:
                 assert res.get("slurm_partition") == "cpu" and "gpu" not in res, (rule, res)
+
+
+def test_cluster_run_refuses_the_sqlite_store(tmp_path):
+    """A non-local executor with no tracking server stops before any job, naming the way out."""
+    wf = copy_workflow(tmp_path / "wf")
+    proc = snakemake(wf, "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml",
+                     "--config", "papers=[sparse_halfspace]", timeout=120)
+    assert proc.returncode != 0
+    assert "A team tracking server" in output(proc) and "allow_sqlite" in output(proc), output(proc)[-3000:]
+    assert not (wf / "results").exists()

@@ -23,8 +23,9 @@ os.environ[job_context.KEEP_ENV] = "1" if config["keep_checkpoints"] else "0"
 # What a variant or model name and a seed may be, for every rule's wildcards (the schema
 # checks the config against the same pattern).
 WILDCARDS = {"variant": NAME_PATTERN, "model": NAME_PATTERN, "seed": r"\d+"}
-# The CLI of the interpreter that runs Snakemake, so rules need no activated venv.
-CLI = f"{sys.executable} -m neurips26"
+# Under --sdm conda (or a container) the job's own environment runs the step: the `python` its
+# PATH finds there. Otherwise the interpreter that runs Snakemake, so rules need no activated venv.
+CLI = "python -m neurips26" if workflow.deployment_settings.deployment_method else f"{sys.executable} -m neurips26"
 ENV = "../../envs/neurips26.yaml"
 # The committed reference run that `results/compare.md` checks this run against.
 # Absent (a fork that dropped it): compare.md says so and the run goes on.
@@ -151,6 +152,13 @@ def start_tracking():
     from neurips26.core import tracking
     from neurips26.papers import SHARED
 
+    uri = tracking.tracking_uri()
+    if workflow.non_local_exec and uri.startswith("sqlite:") and not CLUSTER["allow_sqlite"]:
+        raise WorkflowError(
+            f"MLflow would log to the SQLite file {uri} from every cluster job at once, which locks it; "
+            "set MLFLOW_TRACKING_URI to a tracking server (README, 'A team tracking server'), "
+            "or pass --config cluster='{allow_sqlite: true}' to use the file anyway"
+        )
     try:
         tracking.start_invocation(PAPERS + ["summary", *SHARED])
     except Exception as exc:

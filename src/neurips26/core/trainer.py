@@ -90,7 +90,10 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
                  log_every_n_steps: int = 25, gradient_clip_val: float | None = None,
                  precision: str = "32-true"):
     """A configured `lightning.Trainer`, plus the checkpoint it should resume from (or None)."""
+    # cuBLAS is deterministic only with a fixed workspace, read when CUDA starts (after this)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import lightning as L
+    import torch
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     ckpt_dir = Path(out) / "checkpoints" / checkpoint_key(params)
@@ -106,7 +109,9 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
     trainer = L.Trainer(
         accelerator="auto", devices=devices, num_nodes=nodes, strategy=strategy,
         max_steps=max_steps, max_epochs=-1, precision=precision,
-        deterministic=True, benchmark=False,
+        # some CUDA backward ops have no deterministic kernel (avg_pool3d, linear interpolate):
+        # on a GPU they warn instead of stopping the job; on CPUs every op used here is deterministic
+        deterministic="warn" if torch.cuda.is_available() else True, benchmark=False,
         logger=loggers or False, log_every_n_steps=log_every_n_steps,
         callbacks=[_resume_state_class()(ckpt_dir, max_steps), checkpoint, *callbacks],
         enable_progress_bar=show_progress(), enable_model_summary=False,
