@@ -75,14 +75,18 @@ def _run_step(paper: str, step: str, args) -> int:
     started = time.perf_counter()
     before = _files_under(out)
     job_context.begin(paper, inputs)
+    rank = job_context.global_rank()
+    if rank != 0:
+        print(f"neurips26 {paper} {step}: rank {rank}: outputs and MLflow logging are left to rank 0", flush=True)
     try:
-        with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking) as run:
+        with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking and rank == 0) as run:
             written = getattr(steps, step)(params=params, inputs=inputs, out=out)
             if written:
                 run.outputs = list(written)
             run.log_metrics({"job_seconds": time.perf_counter() - started})
     except BaseException as exc:
-        _remove_partial_outputs(out, before)
+        if rank == 0:
+            _remove_partial_outputs(out, before)
         if isinstance(exc, InputFileError):
             raise SystemExit(f"neurips26 {paper} {step}: {exc}") from None
         if isinstance(exc, Exception) and tracking.is_tracking_error(exc):
@@ -90,6 +94,8 @@ def _run_step(paper: str, step: str, args) -> int:
             raise SystemExit(f"neurips26 {paper} {step}: MLflow tracking at {tracking.tracking_uri()} failed, "
                              f"the job's outputs are not kept: {str(exc).splitlines()[0][:500]}") from None
         raise
+    if rank != 0:
+        return 0
     for folder in job_context.finish():
         print(f"neurips26 {paper} {step}: outputs written, removed the checkpoints in {folder} "
               f"(keep_checkpoints: true keeps them)")

@@ -50,9 +50,21 @@ def show_progress() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
+def _tasks_per_node(value: str) -> int:
+    """SLURM's tasks-per-node list ('2', '4(x2)', '4,2') as one number: the first node's."""
+    head = value.split(",")[0].split("(")[0]
+    return int(head) if head.isdigit() else 1
+
+
 def _devices_from_allocation() -> tuple[Any, int, str]:
-    """Devices, nodes and strategy from the job's allocation (SLURM sets these; local: auto)."""
+    """Devices, nodes and strategy from the job's allocation. Under an srun of several tasks
+    (the rule's `{resources.mpi}`), each task is one rank: devices per node = tasks per node,
+    which Lightning's SLURM environment checks against SLURM_NTASKS_PER_NODE; on CPUs the ranks
+    talk over gloo. Otherwise the GPUs of the allocation, or whatever Lightning finds (local)."""
     nodes = int(os.environ.get("SLURM_JOB_NUM_NODES", os.environ.get("SLURM_NNODES", "1")))
+    if int(os.environ.get("SLURM_NTASKS", "1")) > 1:
+        per_node = os.environ.get("SLURM_NTASKS_PER_NODE") or os.environ.get("SLURM_TASKS_PER_NODE", "1")
+        return _tasks_per_node(per_node), nodes, "ddp"
     gpus = os.environ.get("SLURM_GPUS_ON_NODE")
     devices: Any = int(gpus) if gpus and gpus.isdigit() and int(gpus) > 0 else "auto"
     multi = nodes > 1 or (isinstance(devices, int) and devices > 1)
@@ -118,11 +130,49 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
         num_sanity_val_steps=0, limit_val_batches=0,
         gradient_clip_val=gradient_clip_val, default_root_dir=str(out),
     )
+    requested = os.environ.get("SLURM_GPUS_ON_NODE") or os.environ.get("SLURM_GPUS") or "none named"
+    print(f"neurips26: rank {trainer.global_rank} of world size {trainer.world_size} "
+          f"({nodes} node(s), {trainer.num_devices} device(s) each, {trainer.strategy.__class__.__name__}); "
+          f"GPUs seen {torch.cuda.device_count()}, requested {requested}", flush=True)
     last = ckpt_dir / "last.ckpt"
     if not last.exists():
         return trainer, None
     _check_checkpoint(last)
     return trainer, str(last)
+
+
+class RankBatches:
+    """The batches of one rank: every global batch of `batches` cut into `world` equal parts, this
+    rank's part. Every rank draws the same global order (the same seeded generator), so the ranks
+    together train on exactly the batches one process would, and DDP's gradient mean over ranks
+    equals that process's mean over the global batch."""
+
+    def __init__(self, batches, rank: int, world: int):
+        self.batches, self.rank, self.world = batches, rank, world
+        self.sampler = batches.sampler  # where the resume state finds the order's generator
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for batch in self.batches:
+            size = len(batch) // self.world
+            yield batch[self.rank * size:(self.rank + 1) * size]
+
+
+def train_loader(trainer, dataset, global_batch: int, generator, *, num_workers: int = 0,
+                 key: str = "train.batch_size"):
+    """A shuffled DataLoader (drop_last) whose global batch is `global_batch` over all ranks of
+    `trainer`: each rank loads global_batch / world_size. With one rank it draws exactly what
+    `DataLoader(dataset, batch_size, shuffle=True, drop_last=True, generator=generator)` draws."""
+    import torch
+
+    world = trainer.world_size
+    if global_batch % world:
+        raise ValueError(f"config key '{key}': the global batch {global_batch} does not split over {world} ranks")
+    order = torch.utils.data.RandomSampler(dataset, generator=generator)
+    batches = RankBatches(torch.utils.data.BatchSampler(order, global_batch, drop_last=True), trainer.global_rank, world)
+    return torch.utils.data.DataLoader(dataset, batch_sampler=batches, generator=generator, num_workers=num_workers)
 
 
 def _finished_step(ckpt_dir: Path) -> int:
@@ -143,13 +193,17 @@ def fit(trainer, module, train_dataloaders, ckpt_path: str | None = None) -> Non
     import warnings
 
     state = _resume_state(trainer)
-    if trainer.world_size == 1:  # under DDP Lightning must see the DataLoader to shard it
+    # one process, or a loader already cut per rank (train_loader): the resume state wraps it;
+    # any other loader under DDP goes to Lightning as it is, to be sharded by its sampler
+    if trainer.world_size == 1 or isinstance(getattr(train_dataloaders, "batch_sampler", None), RankBatches):
         train_dataloaders = state.wrap(train_dataloaders)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*LeafSpec.*")
         warnings.filterwarnings("ignore", message=".*resuming from a checkpoint that ended before the epoch.*")
         trainer.fit(module, train_dataloaders=train_dataloaders, ckpt_path=ckpt_path, weights_only=True)
+    print(f"neurips26: rank {trainer.global_rank} trained to step {trainer.global_step} with world size {trainer.world_size}",
+          flush=True)
     if not state.finished_before:
         (state.ckpt_dir / FINISHED).unlink(missing_ok=True)
         trainer.save_checkpoint(state.ckpt_dir / "last.ckpt")

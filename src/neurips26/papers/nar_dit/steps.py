@@ -13,7 +13,7 @@ import torch
 
 from neurips26.core import claims, io, plotting, tracking
 from neurips26.core.seeding import generator
-from neurips26.core.trainer import fit, make_trainer
+from neurips26.core.trainer import fit, make_trainer, train_loader
 
 from .model import DiT, DiTConfig, RoutingPolicy, train_step_flops
 
@@ -140,9 +140,9 @@ def train(params, inputs, out: Path):
     model = DiT(cfg)
     snapshots = _snapshot_steps(t)
     module = FlowMatchingDiT(model, policy, t["lr"], t["weight_decay"], t["warmup_steps"], t["ema_decay"], snapshots)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=t["batch_size"], shuffle=True, drop_last=True,
-                                         generator=generator(params["seed"]), num_workers=t["num_workers"])
     trainer, resume = make_trainer(out, params, t["steps"], checkpoint_every=t["checkpoint_every"])
+    loader = train_loader(trainer, dataset, t["batch_size"], generator(params["seed"]), num_workers=t["num_workers"],
+                          key="nar_dit.train.batch_size")
     fit(trainer, module, loader, resume)
     flat = {f"{step}/{k}": v for step, state in module.snapshots.items() for k, v in state.items()}
     io.save_tensors(out / "snapshots.safetensors", flat, metadata={"steps": ",".join(map(str, sorted(module.snapshots)))})
