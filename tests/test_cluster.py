@@ -104,7 +104,24 @@ def _train_runs(wf: Path) -> int:
         return db.execute("select count(*) from tags where key = 'neurips26.step' and value = 'train'").fetchone()[0]
 
 
-def test_training_job_with_two_ranks_under_srun_matches_one_process(tmp_path, local_cluster):
+@pytest.fixture(scope="module")
+def one_process_run(tmp_path_factory):
+    """The smoke training job of TWO_RANKS run locally as one process, uninterrupted."""
+    one = copy_workflow(tmp_path_factory.mktemp("one"))
+    (one / "overlay.yaml").write_text(yaml.safe_dump(TWO_RANKS))
+    proc = run(one, "--cores", "1", "--configfile", "config/smoke.yaml", "overlay.yaml", "--", f"{TRAIN_OUT}/train.json")
+    assert proc.returncode == 0, output(proc)[-6000:]
+    assert "world size 1" in (one / "results/nar_dit/logs/train/dit_seed0.log").read_text()
+    return one
+
+
+def _largest_difference(a: Path, b: Path) -> float:
+    sa, sb = _snapshots(a), _snapshots(b)
+    assert sa.keys() == sb.keys()
+    return max((sa[k] - sb[k]).abs().max().item() for k in sa)
+
+
+def test_training_job_with_two_ranks_under_srun_matches_one_process(tmp_path, local_cluster, one_process_run):
     ddp = copy_workflow(tmp_path / "ddp")
     overlay = {**TWO_RANKS, **ALLOW_SQLITE, "nar_dit": {**TWO_RANKS["nar_dit"], "resources": {"train_cpu_ranks": 2}}}
     (ddp / "overlay.yaml").write_text(yaml.safe_dump(overlay))
@@ -118,18 +135,49 @@ def test_training_job_with_two_ranks_under_srun_matches_one_process(tmp_path, lo
     assert log.count("trained to step 20 with world size 2") == 2, log[-3000:]
     assert _train_runs(ddp) == 1
     assert not [p for p in (ddp / TRAIN_OUT).rglob("*.tmp")]
-
-    one = copy_workflow(tmp_path / "one")
-    (one / "overlay.yaml").write_text(yaml.safe_dump(TWO_RANKS))
-    proc = run(one, "--cores", "1", "--configfile", "config/smoke.yaml", "overlay.yaml", "--", f"{TRAIN_OUT}/train.json")
-    assert proc.returncode == 0, output(proc)[-6000:]
-    assert "world size 1" in (one / "results/nar_dit/logs/train/dit_seed0.log").read_text()
-
-    a, b = _snapshots(ddp), _snapshots(one)
-    assert a.keys() == b.keys()
-    worst = max((a[k] - b[k]).abs().max().item() for k in a)
+    worst = _largest_difference(ddp, one_process_run)
     print(f"2 ranks vs 1 process: largest weight difference {worst:.3g} (2-rank job {ddp_seconds:.0f} s)")
     assert worst < DDP_TOLERANCE
+
+
+def _job_of_rule(rule: str, since: set) -> str | None:
+    return next((j["id"] for j in slurm.jobs_seen() if j["id"] not in since and f"rule_{rule}_" in j["comment"]
+                 and j["state"] == "RUNNING"), None)
+
+
+def test_warning_signal_saves_a_checkpoint_and_the_rerun_finishes_with_the_uninterrupted_result(
+        tmp_path, local_cluster, one_process_run):
+    wf = copy_workflow(tmp_path / "wf")
+    (wf / "overlay.yaml").write_text(yaml.safe_dump({**TWO_RANKS, **ALLOW_SQLITE}))
+    pause = tmp_path / "paused"
+    before = {j["id"] for j in slurm.jobs_seen()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT", "SLURM_"))}
+    # the job waits before its 13th batch (of 20) until the signal comes
+    env.update(NEURIPS26_PROGRESS="0", NEURIPS26_PAUSE_AT_STEP="12", NEURIPS26_PAUSE_FILE=str(pause))
+    proc = subprocess.Popen(["timeout", "-k", "20", "900", SNAKEMAKE, *SLURM_ARGS, "--configfile", "config/smoke.yaml",
+                             "overlay.yaml", "--", f"{TRAIN_OUT}/train.json"],
+                            cwd=wf, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not pause.exists() and proc.poll() is None:
+            time.sleep(1)
+        assert pause.exists(), "the training job never reached its pause"
+        job = _job_of_rule("nar_dit_train", before)
+        assert job, slurm.jobs_seen()
+        # what SLURM sends before the time limit (sbatch --signal=USR1@90), to the job's steps
+        subprocess.run(["scancel", "--signal=USR1", job], check=True)
+        log, _ = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, log[-6000:]
+    # the first attempt failed after saving; Snakemake's retry resumed from its checkpoint
+    assert "Trying to restart job" in log or "attempt 2" in log.lower() or log.count("has been submitted") >= 3, log[-4000:]
+    resumed = (wf / "results/nar_dit/logs/train/dit_seed0.log").read_text()
+    assert "resuming" in resumed and "from step 13 of 20" in resumed, resumed[-3000:]
+    worst = _largest_difference(wf, one_process_run)
+    print(f"resumed after the signal vs uninterrupted: largest weight difference {worst:.3g}")
+    assert worst == 0.0
 
 
 def test_paper_scale_dry_run_lists_jobs_with_cluster_resources(tmp_path):

@@ -239,6 +239,8 @@ def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
             # one rank per GPU, made by SLURM (--ntasks-per-node), not by --ntasks
             assert res.get("tasks_per_node") == (str(gpus) if gpus > 1 else None), (rule, res)
             assert "tasks" not in res, (rule, res)
+            # training rules ask for the warning signal before their time limit
+            assert (res.get("slurm_extra") == "--signal=USR1@90") == rule.endswith("_train"), (rule, res)
     for rule, resources in jobs.items():
         if rule not in PAPER_GPU_RULES:
             for res in resources:

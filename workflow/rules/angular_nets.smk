@@ -27,6 +27,7 @@ rule angular_nets_train:
             config["angular_nets"]["resources"]["train_mem_mb"],
             config["angular_nets"]["resources"]["train_runtime_min"],
             config["angular_nets"]["resources"]["train_gpus"],
+            training=True,
         ),
     shell:
         "{resources.mpi} {params.cli} angular_nets train --params {params.args:q}"

@@ -85,6 +85,7 @@ rule apexphys_train:
             config["apexphys"]["resources"]["train_mem_mb"],
             config["apexphys"]["resources"]["train_runtime_min"],
             config["apexphys"]["resources"]["train_gpus"],
+            training=True,
         ),
     shell:
         "{resources.mpi} {params.cli} apexphys train --params {params.args:q} --input data={params.data}"

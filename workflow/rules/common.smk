@@ -38,13 +38,7 @@ _STAMPS = {}
 CLUSTER = config["cluster"]
 
 
-def on_slurm():
-    """Whether jobs run under SLURM: submitted by a non-local executor, or this Snakemake
-    runs inside an allocation (the job step the slurm executor starts, or salloc)."""
-    return workflow.non_local_exec or "SLURM_JOB_ID" in os.environ
-
-
-def job_resources(mem_mb, runtime, gpus=0, cpu_ranks=1):
+def job_resources(mem_mb, runtime, gpus=0, cpu_ranks=1, training=False):
     """The resources of a GPU or multi-rank rule, used as `resources: **job_resources(...)`.
 
     One rank per GPU (or `cpu_ranks` processes without GPUs, DDP over gloo): SLURM makes the
@@ -54,21 +48,35 @@ def job_resources(mem_mb, runtime, gpus=0, cpu_ranks=1):
     wrap the job in `srun -n1`. srun no longer inherits --cpus-per-task, so it is passed again.
     Locally `mpi` is empty: Lightning starts one process per device itself. A rule with GPUs
     goes to the GPU partition; `mem_mb` is for the whole node (all ranks).
+
+    A training rule (Lightning through core.trainer) asks SLURM for SIGUSR1 `warning_seconds`
+    before its time limit; SLURM signals job steps, not the batch shell, so its single rank runs
+    under srun too. On the signal the trainer saves its checkpoint and the job fails, and
+    Snakemake's retry resumes from it.
     """
     ranks = gpus if gpus > 0 else cpu_ranks
     cpus = CLUSTER["cpus_per_gpu"] if gpus > 0 else THREADS
-    res = {"mem_mb": mem_mb, "runtime": runtime, "mpi": _launcher(ranks, cpus)}
+    res = {"mem_mb": mem_mb, "runtime": runtime, "mpi": _launcher(ranks, cpus, training)}
     if gpus > 0:
         res.update(gpu=gpus, slurm_partition=CLUSTER["gpu_partition"], cpus_per_task=cpus)
     if ranks > 1:
         res["tasks_per_node"] = ranks
+    if training:
+        res["slurm_extra"] = f"--signal=USR1@{CLUSTER['warning_seconds']}"
     return res
 
 
-def _launcher(ranks, cpus):
+def _launcher(ranks, cpus, training):
+    """The `mpi` resource. Submitting (a non-local executor), only whether it is set matters:
+    set, sbatch gets --ntasks-per-node, which a single rank must not have. Inside the allocation
+    (the executor's job step, or a local run under salloc/sbatch) it is the srun that makes the ranks."""
+
     def mpi(wildcards, threads):
-        if ranks > 1 and on_slurm():
+        inside = workflow.remote_exec or (not workflow.non_local_exec and "SLURM_JOB_ID" in os.environ)
+        if inside and (ranks > 1 or training):
             return f"srun --ntasks-per-node={ranks} --cpus-per-task={cpus} --kill-on-bad-exit=1"
+        if workflow.non_local_exec and not workflow.remote_exec and ranks > 1:
+            return "srun"
         return ""
 
     return mpi
@@ -153,7 +161,7 @@ def start_tracking():
     from neurips26.papers import SHARED
 
     uri = tracking.tracking_uri()
-    if workflow.non_local_exec and uri.startswith("sqlite:") and not CLUSTER["allow_sqlite"]:
+    if workflow.non_local_exec and not workflow.remote_exec and uri.startswith("sqlite:") and not CLUSTER["allow_sqlite"]:
         raise WorkflowError(
             f"MLflow would log to the SQLite file {uri} from every cluster job at once, which locks it; "
             "set MLFLOW_TRACKING_URI to a tracking server (README, 'A team tracking server'), "

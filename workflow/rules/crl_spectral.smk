@@ -25,6 +25,7 @@ rule crl_spectral_train:
             config["crl_spectral"]["resources"]["train_mem_mb"],
             config["crl_spectral"]["resources"]["train_runtime_min"],
             config["crl_spectral"]["resources"]["train_gpus"],
+            training=True,
         ),
     shell:
         "{resources.mpi} {params.cli} crl_spectral train --params {params.args:q} --out {params.out}"

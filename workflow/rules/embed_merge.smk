@@ -35,6 +35,7 @@ rule embed_merge_train:
             config["embed_merge"]["resources"]["train_mem_mb"],
             config["embed_merge"]["resources"]["train_runtime_min"],
             config["embed_merge"]["resources"]["train_gpus"],
+            training=True,
         ),
     shell:
         "{resources.mpi} {params.cli} embed_merge train --params {params.args:q} --out {params.out}"

@@ -80,7 +80,9 @@ rule nar_dit_train:
     threads: THREADS
     resources:
         **job_resources(
-            ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"], cpu_ranks=ND_RES["train_cpu_ranks"]
+            ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"],
+            cpu_ranks=ND_RES["train_cpu_ranks"],
+            training=True,
         ),
     shell:
         "{resources.mpi} {params.cli} nar_dit train --params {params.args:q} --input data={params.data}"

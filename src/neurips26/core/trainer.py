@@ -35,6 +35,14 @@ PAUSE_ENV = "NEURIPS26_PAUSE_AT_STEP"
 PAUSE_FILE_ENV = "NEURIPS26_PAUSE_FILE"
 _CLASSES: dict[str, type] = {}
 _BATCHES_STARTED = [0]
+# SLURM's warning before the time limit (sbatch --signal=USR1@N, workflow/rules/common.smk)
+WARNING_SIGNAL = "SIGUSR1"
+_WARNED = [False]
+
+
+class Preempted(SystemExit):
+    """The job got SLURM's warning signal and saved its checkpoint: it stops without outputs
+    (failing, so Snakemake runs it again) and the rerun resumes from that checkpoint."""
 
 
 def checkpoint_key(params: Mapping[str, Any]) -> str:
@@ -118,7 +126,13 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
         loggers.append(_logger_class()(experiment_name=run.experiment, run_id=run.run_id,
                                        tracking_uri=tracking.tracking_uri()))
     devices, nodes, strategy = _devices_from_allocation()
+    plugins = []
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    if SLURMEnvironment.detect():  # the warning signal is handled below, not by Lightning's requeue
+        plugins.append(SLURMEnvironment(auto_requeue=False))
     trainer = L.Trainer(
+        plugins=plugins or None,
         accelerator="auto", devices=devices, num_nodes=nodes, strategy=strategy,
         max_steps=max_steps, max_epochs=-1, precision=precision,
         # some CUDA backward ops have no deterministic kernel (avg_pool3d, linear interpolate):
@@ -204,6 +218,9 @@ def fit(trainer, module, train_dataloaders, ckpt_path: str | None = None) -> Non
         trainer.fit(module, train_dataloaders=train_dataloaders, ckpt_path=ckpt_path, weights_only=True)
     print(f"neurips26: rank {trainer.global_rank} trained to step {trainer.global_step} with world size {trainer.world_size}",
           flush=True)
+    if state.preempted_at is not None:
+        raise Preempted(f"neurips26: {WARNING_SIGNAL} (SLURM's warning before the time limit) at step "
+                        f"{state.preempted_at}: checkpoint saved in {state.ckpt_dir}; the rerun resumes from it")
     if not state.finished_before:
         (state.ckpt_dir / FINISHED).unlink(missing_ok=True)
         trainer.save_checkpoint(state.ckpt_dir / "last.ckpt")
@@ -304,6 +321,8 @@ def _resume_state_class():
             self.batches_done = 0
             self.pending: dict | None = None
             self.loader = None
+            self.preempted_at: int | None = None
+            self._previous_handler = None
 
         @property
         def state_key(self) -> str:
@@ -315,17 +334,41 @@ def _resume_state_class():
             self.loader = _ResumableLoader(loader, self)
             return self.loader
 
+        def on_train_start(self, trainer, pl_module):
+            import signal
+
+            def warned(signum, frame):
+                _WARNED[0] = True
+
+            # after Lightning's own handlers, which it installs when fit starts
+            self._previous_handler = signal.signal(getattr(signal, WARNING_SIGNAL), warned)
+
+        def on_train_end(self, trainer, pl_module):
+            import signal
+
+            if self._previous_handler is not None:
+                signal.signal(getattr(signal, WARNING_SIGNAL), self._previous_handler)
+
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             pause = os.environ.get(PAUSE_ENV)
             if pause and int(pause) == _BATCHES_STARTED[0]:
                 print(f"neurips26: paused before training batch {pause} of the job ({PAUSE_ENV})", flush=True)
                 if os.environ.get(PAUSE_FILE_ENV):
                     Path(os.environ[PAUSE_FILE_ENV]).write_text(str(os.getpid()))
-                time.sleep(3600)
+                deadline = time.monotonic() + 3600
+                while time.monotonic() < deadline and not _WARNED[0]:  # the warning signal ends the pause
+                    time.sleep(0.1)
             _BATCHES_STARTED[0] += 1
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             self.batches_done += 1
+            # every rank must save at the same step: stop when any rank got the signal
+            if trainer.strategy.reduce_boolean_decision(_WARNED[0], all=False) and self.preempted_at is None:
+                self.preempted_at = trainer.global_step
+                trainer.save_checkpoint(self.ckpt_dir / "last.ckpt")
+                print(f"neurips26: {WARNING_SIGNAL} received: saved {self.ckpt_dir / 'last.ckpt'} at step "
+                      f"{trainer.global_step}; stopping", flush=True)
+                trainer.should_stop = True
 
         def state_dict(self) -> dict:
             state: dict[str, Any] = {"rng": _rng_states()}
