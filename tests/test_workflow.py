@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from neurips26.core.cost import parse_dry_run
+from neurips26.core.cost import placeholders as _placeholders
 from neurips26.core.io import read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,26 +48,6 @@ def test_lint_passes():
     proc = snakemake(ROOT, "--lint")
     assert proc.returncode == 0, output(proc)
     assert "Lints for" not in output(proc), output(proc)
-
-
-def _placeholders(value, where: Path):
-    """Replace every path named under a key ending in _dir/_path/_file by a created stand-in."""
-    if isinstance(value, dict):
-        out = {}
-        for key, sub in value.items():
-            if isinstance(sub, str) and key.endswith("_dir"):
-                target = where / key / sub.strip("/").replace("/", "_")
-                target.mkdir(parents=True, exist_ok=True)
-                out[key] = str(target)
-            elif isinstance(sub, str) and key.endswith(("_path", "_file")):
-                target = where / key / sub.strip("/").replace("/", "_")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.touch()
-                out[key] = str(target)
-            elif isinstance(sub, dict):
-                out[key] = _placeholders(sub, where)
-        return {k: v for k, v in out.items() if v != {}}
-    return value
 
 
 @pytest.mark.parametrize("configs", [[], ["config/smoke.yaml"], ["config/paper.yaml"]], ids=["default", "smoke", "paper"])
@@ -209,27 +191,15 @@ PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_evaluate": 1, "crl_spectral_trai
                    "apexphys_train": 1, "embed_merge_train": 1, "bdc_merge_run": 1}
 
 
-def _dry_run_resources(text: str) -> dict[str, list[dict[str, str]]]:
-    """{rule: [resources of each job]} from a dry run's job listing."""
-    jobs: dict[str, list[dict[str, str]]] = {}
-    rule = None
-    for line in text.splitlines():
-        if line.startswith(("rule ", "localrule ")) and line.rstrip().endswith(":"):
-            rule = line.split()[1].rstrip(":")
-        elif rule and line.strip().startswith("resources:"):
-            pairs = line.split("resources:", 1)[1].split(", ")
-            jobs.setdefault(rule, []).append(dict(p.split("=", 1) for p in pairs if "=" in p))
-            rule = None
-    return jobs
-
-
 def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
     wf = copy_workflow(tmp_path / "wf")
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     (wf / "placeholders.yaml").write_text(yaml.safe_dump(_placeholders(paper, tmp_path / "data")))
     proc = snakemake(wf, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", "placeholders.yaml")
     assert proc.returncode == 0, output(proc)
-    jobs = _dry_run_resources(output(proc))
+    jobs: dict[str, list[dict[str, str]]] = {}
+    for job in parse_dry_run(output(proc)):
+        jobs.setdefault(job["rule"], []).append(job["resources"])
     for rule, gpus in PAPER_GPU_RULES.items():
         assert rule in jobs, f"no {rule} job in the paper dry run"
         for res in jobs[rule]:
@@ -255,3 +225,13 @@ def test_cluster_run_refuses_the_sqlite_store(tmp_path):
     assert proc.returncode != 0
     assert "A team tracking server" in output(proc) and "allow_sqlite" in output(proc), output(proc)[-3000:]
     assert not (wf / "results").exists()
+
+
+def test_cost_table_of_the_paper_config_is_the_readme_table():
+    """`neurips26 cost` sums the paper dry run's jobs; the README shows its table as it is."""
+    proc = subprocess.run([sys.executable, "-m", "neurips26", "cost", "--configfile", "config/paper.yaml"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, output(proc)
+    table = proc.stdout.split("\n", 1)[1]
+    assert "| `nar_dit` | 10 | `nar_dit_train`: 4 x (8 GPU, 64 CPU, 64 GB, 72 h)" in table
+    assert table in (ROOT / "README.md").read_text(), "README's paper-scale cost table is out of date: paste `neurips26 cost --configfile config/paper.yaml`"
