@@ -22,6 +22,10 @@ from pathlib import Path
 from .papers import SHARED, available, info, steps_module
 
 
+# steps that train (Lightning): their runs record what the allocation did (CPU, memory, GPU utilisation)
+TRAINING_STEPS = ("train", "pretrain", "classifier")
+
+
 def _step_help() -> str:
     lines = ["papers and their steps:"]
     for paper in available():
@@ -81,7 +85,8 @@ def _run_step(paper: str, step: str, args) -> int:
     if rank != 0:
         print(f"neurips26 {paper} {step}: rank {rank}: outputs and MLflow logging are left to rank 0", flush=True)
     try:
-        with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking and rank == 0) as run:
+        with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking and rank == 0,
+                              system_metrics=step in TRAINING_STEPS) as run:
             written = getattr(steps, step)(params=params, inputs=inputs, out=out)
             if written:
                 run.outputs = list(written)
