@@ -56,7 +56,7 @@ def job_resources(mem_mb, runtime, gpus=0, cpu_ranks=1, training=False):
     """
     ranks = gpus if gpus > 0 else cpu_ranks
     cpus = CLUSTER["cpus_per_gpu"] if gpus > 0 else THREADS
-    res = {"mem_mb": mem_mb, "runtime": runtime, "mpi": _launcher(ranks, cpus, training)}
+    res = {"mem_mb": mem_mb, "runtime": runtime, "mpi": _launcher(ranks, cpus, gpus, training)}
     if gpus > 0:
         res.update(gpu=gpus, slurm_partition=CLUSTER["gpu_partition"], cpus_per_task=cpus)
     if ranks > 1:
@@ -66,15 +66,19 @@ def job_resources(mem_mb, runtime, gpus=0, cpu_ranks=1, training=False):
     return res
 
 
-def _launcher(ranks, cpus, training):
+def _launcher(ranks, cpus, gpus, training):
     """The `mpi` resource. Submitting (a non-local executor), only whether it is set matters:
     set, sbatch gets --ntasks-per-node, which a single rank must not have. Inside the allocation
-    (the executor's job step, or a local run under salloc/sbatch) it is the srun that makes the ranks."""
+    (the executor's job step, or a local run under salloc/sbatch) it is the srun that makes the
+    ranks; the executor's job step strips the SLURM_* variables, so the step asks for its node,
+    CPUs and GPUs again (every rank sees the node's GPUs; Lightning gives rank r cuda:r)."""
+    step_gpus = f" --gpus={gpus}" if gpus > 0 else ""
 
     def mpi(wildcards, threads):
         inside = workflow.remote_exec or (not workflow.non_local_exec and "SLURM_JOB_ID" in os.environ)
         if inside and (ranks > 1 or training):
-            return f"srun --ntasks-per-node={ranks} --cpus-per-task={cpus} --kill-on-bad-exit=1"
+            return (f"srun --nodes=1 --ntasks-per-node={ranks} --cpus-per-task={cpus}{step_gpus}"
+                    " --kill-on-bad-exit=1")
         if workflow.non_local_exec and not workflow.remote_exec and ranks > 1:
             return "srun"
         return ""
