@@ -235,3 +235,34 @@ def test_cost_table_of_the_paper_config_is_the_readme_table():
     table = proc.stdout.split("\n", 1)[1]
     assert "| `nar_dit` | 10 | `nar_dit_train`: 4 x (8 GPU, 64 CPU, 64 GB, 72 h)" in table
     assert table in (ROOT / "README.md").read_text(), "README's paper-scale cost table is out of date: paste `neurips26 cost --configfile config/paper.yaml`"
+
+
+# answers the three questions Snakemake asks conda before a dry run, nothing else
+STAND_IN_CONDA = """#!/bin/sh
+case "$*" in
+  "info --json") echo '{"conda_version": "24.7.1", "envs_dirs": [], "root_prefix": "/opt/conda", "conda_prefix": "/opt/conda", "channels": [], "platform": "linux-64"}';;
+  "--version") echo "conda 24.7.1";;
+  config*) echo '{"get": {"channel_priority": "strict"}}';;
+  *) echo '{}';;
+esac
+"""
+
+
+@pytest.mark.parametrize("sdm", [True, False], ids=["conda", "no-sdm"])
+def test_rules_run_the_cli_of_their_conda_environment(tmp_path, sdm):
+    """Under --sdm conda a rule runs `python -m neurips26` from its activated environment; otherwise
+    the interpreter that runs Snakemake."""
+    wf = copy_workflow(tmp_path / "wf")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "conda").write_text(STAND_IN_CONDA)
+    (tmp_path / "bin" / "conda").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT"))}
+    env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    args = [SNAKEMAKE, "-n", "-p", "--cores", "1", "--configfile", "config/smoke.yaml", "--config", "papers=[sparse_halfspace]"]
+    proc = subprocess.run(args + (["--sdm", "conda"] if sdm else []), cwd=wf, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, output(proc)[-3000:]
+    shells = [line for line in output(proc).splitlines() if "-m neurips26 sparse_halfspace" in line]
+    assert shells
+    expected = "python -m neurips26" if sdm else f"{sys.executable} -m neurips26"
+    assert all(line.split(":", 1)[1].strip().startswith(expected) for line in shells), shells[0]
