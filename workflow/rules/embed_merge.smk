@@ -64,10 +64,13 @@ rule embed_merge_merge:
         ENV
     threads: THREADS
     resources:
-        mem_mb=config["embed_merge"]["resources"]["merge_mem_mb"],
-        runtime=config["embed_merge"]["resources"]["merge_runtime_min"],
+        **job_resources(
+            config["embed_merge"]["resources"]["merge_mem_mb"],
+            config["embed_merge"]["resources"]["merge_runtime_min"],
+            config["embed_merge"]["resources"]["merge_gpus"],
+        ),
     shell:
-        "{params.cli} embed_merge merge --params {params.args:q} --input train={params.train}"
+        "{resources.mpi} {params.cli} embed_merge merge --params {params.args:q} --input train={params.train}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 

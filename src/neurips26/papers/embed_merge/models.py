@@ -164,9 +164,12 @@ def train_classifier(net: nn.Module, tensors: tuple, out: Path, params: dict, st
 
 @torch.no_grad()
 def accuracy(net: nn.Module, inputs, labels: torch.Tensor, batch_size: int = 512) -> float:
+    """Accuracy of `net` on `inputs`, batch by batch on the net's device."""
     net.eval()
+    device = next(net.parameters()).device
     correct = 0
-    for i in range(0, len(labels), batch_size):
-        x = tuple(t[i:i + batch_size] for t in inputs) if isinstance(inputs, tuple) else inputs[i:i + batch_size]
-        correct += int((net(x).argmax(1) == labels[i:i + batch_size]).sum())
+    with torch.no_grad():
+        for i in range(0, len(labels), batch_size):
+            x = tuple(t[i:i + batch_size].to(device) for t in inputs) if isinstance(inputs, tuple) else inputs[i:i + batch_size].to(device)
+            correct += int((net(x).argmax(1) == labels[i:i + batch_size].to(device)).sum())
     return correct / len(labels)
