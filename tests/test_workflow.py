@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from neurips26.core.cost import parse_dry_run
+from neurips26.core.cost import placeholders as _placeholders
 from neurips26.core.io import read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +25,8 @@ def copy_workflow(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in WORKFLOW_FILES:
         src = ROOT / name
+        if not src.exists():  # reference/ may not be recorded yet
+            continue
         if src.is_dir():
             shutil.copytree(src, dest / name)
         else:
@@ -44,26 +48,6 @@ def test_lint_passes():
     proc = snakemake(ROOT, "--lint")
     assert proc.returncode == 0, output(proc)
     assert "Lints for" not in output(proc), output(proc)
-
-
-def _placeholders(value, where: Path):
-    """Replace every path named under a key ending in _dir/_path/_file by a created stand-in."""
-    if isinstance(value, dict):
-        out = {}
-        for key, sub in value.items():
-            if isinstance(sub, str) and key.endswith("_dir"):
-                target = where / key / sub.strip("/").replace("/", "_")
-                target.mkdir(parents=True, exist_ok=True)
-                out[key] = str(target)
-            elif isinstance(sub, str) and key.endswith(("_path", "_file")):
-                target = where / key / sub.strip("/").replace("/", "_")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.touch()
-                out[key] = str(target)
-            elif isinstance(sub, dict):
-                out[key] = _placeholders(sub, where)
-        return {k: v for k, v in out.items() if v != {}}
-    return value
 
 
 @pytest.mark.parametrize("configs", [[], ["config/smoke.yaml"], ["config/paper.yaml"]], ids=["default", "smoke", "paper"])
@@ -200,3 +184,85 @@ def test_smoke_dag_twice_gives_identical_metrics(smoke, tmp_path):
     assert files
     for rel in files:
         assert (first / rel).read_bytes() == (second / rel).read_bytes(), rel
+
+
+# the rules that run on GPUs at paper scale, and how many each asks for (config/paper.yaml)
+PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_evaluate": 1, "crl_spectral_train": 1, "angular_nets_train": 1,
+                   "apexphys_train": 1, "embed_merge_train": 1, "embed_merge_merge": 1, "bdc_merge_run": 1}
+
+
+def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
+    wf = copy_workflow(tmp_path / "wf")
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    (wf / "placeholders.yaml").write_text(yaml.safe_dump(_placeholders(paper, tmp_path / "data")))
+    proc = snakemake(wf, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", "placeholders.yaml")
+    assert proc.returncode == 0, output(proc)
+    jobs: dict[str, list[dict[str, str]]] = {}
+    for job in parse_dry_run(output(proc)):
+        jobs.setdefault(job["rule"], []).append(job["resources"])
+    for rule, gpus in PAPER_GPU_RULES.items():
+        assert rule in jobs, f"no {rule} job in the paper dry run"
+        for res in jobs[rule]:
+            assert res.get("slurm_partition") == "gpu", (rule, res)
+            assert res.get("gpu") == str(gpus), (rule, res)
+            assert res.get("cpus_per_task") == "8", (rule, res)
+            # one rank per GPU, made by SLURM (--ntasks-per-node), not by --ntasks
+            assert res.get("tasks_per_node") == (str(gpus) if gpus > 1 else None), (rule, res)
+            assert "tasks" not in res, (rule, res)
+            # training rules ask for the warning signal before their time limit
+            assert (res.get("slurm_extra") == "--signal=USR1@90") == rule.endswith("_train"), (rule, res)
+    for rule, resources in jobs.items():
+        if rule not in PAPER_GPU_RULES:
+            for res in resources:
+                assert res.get("slurm_partition") == "cpu" and "gpu" not in res, (rule, res)
+
+
+def test_cluster_run_refuses_the_sqlite_store(tmp_path):
+    """A non-local executor with no tracking server stops before any job, naming the way out."""
+    wf = copy_workflow(tmp_path / "wf")
+    proc = snakemake(wf, "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml",
+                     "--config", "papers=[sparse_halfspace]", timeout=120)
+    assert proc.returncode != 0
+    assert "A team tracking server" in output(proc) and "allow_sqlite" in output(proc), output(proc)[-3000:]
+    assert not (wf / "results").exists()
+
+
+def test_cost_table_of_the_paper_config_is_the_readme_table():
+    """`neurips26 cost` sums the paper dry run's jobs; the README shows its table as it is."""
+    proc = subprocess.run([sys.executable, "-m", "neurips26", "cost", "--configfile", "config/paper.yaml"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, output(proc)
+    table = proc.stdout.split("\n", 1)[1]
+    assert "| `nar_dit` | 10 | `nar_dit_train`: 4 x (8 GPU, 64 CPU, 64 GB, 72 h)" in table
+    assert table in (ROOT / "README.md").read_text(), "README's paper-scale cost table is out of date: paste `neurips26 cost --configfile config/paper.yaml`"
+
+
+# answers the three questions Snakemake asks conda before a dry run, nothing else
+STAND_IN_CONDA = """#!/bin/sh
+case "$*" in
+  "info --json") echo '{"conda_version": "24.7.1", "envs_dirs": [], "root_prefix": "/opt/conda", "conda_prefix": "/opt/conda", "channels": [], "platform": "linux-64"}';;
+  "--version") echo "conda 24.7.1";;
+  config*) echo '{"get": {"channel_priority": "strict"}}';;
+  *) echo '{}';;
+esac
+"""
+
+
+@pytest.mark.parametrize("sdm", [True, False], ids=["conda", "no-sdm"])
+def test_rules_run_the_cli_of_their_conda_environment(tmp_path, sdm):
+    """Under --sdm conda a rule runs `python -m neurips26` from its activated environment; otherwise
+    the interpreter that runs Snakemake."""
+    wf = copy_workflow(tmp_path / "wf")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "conda").write_text(STAND_IN_CONDA)
+    (tmp_path / "bin" / "conda").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT"))}
+    env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    args = [SNAKEMAKE, "-n", "-p", "--cores", "1", "--configfile", "config/smoke.yaml", "--config", "papers=[sparse_halfspace]"]
+    proc = subprocess.run(args + (["--sdm", "conda"] if sdm else []), cwd=wf, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, output(proc)[-3000:]
+    shells = [line for line in output(proc).splitlines() if "-m neurips26 sparse_halfspace" in line]
+    assert shells
+    expected = "python -m neurips26" if sdm else f"{sys.executable} -m neurips26"
+    assert all(line.split(":", 1)[1].strip().startswith(expected) for line in shells), shells[0]

@@ -6,6 +6,7 @@
     neurips26 readme [--summary FILE] [PAPER ...]
     neurips26 reference [--results DIR] [--out DIR]
     neurips26 compare [A] [B]
+    neurips26 cost [--configfile FILE ...]
 
 Heavy libraries (torch, lightning, mlflow) are imported inside the steps, so start-up is fast.
 """
@@ -21,6 +22,10 @@ from pathlib import Path
 from .papers import SHARED, available, info, steps_module
 
 
+# steps that train (Lightning): their runs record what the allocation did (CPU, memory, GPU utilisation)
+TRAINING_STEPS = ("train", "pretrain", "classifier")
+
+
 def _step_help() -> str:
     lines = ["papers and their steps:"]
     for paper in available():
@@ -31,7 +36,8 @@ def _step_help() -> str:
               "  report           gather every paper's claims.csv into results/summary.{md,csv}",
               "  readme           regenerate each paper README's claims table from a summary.csv",
               "  reference        copy results/summary.csv into reference/ with the commit, config and machine",
-              "  compare          rows whose verdict or number moved between two summaries (default reference/ vs results/)"]
+              "  compare          rows whose verdict or number moved between two summaries (default reference/ vs results/)",
+              "  cost             GPU-hours and CPU-hours per paper that a config asks a SLURM cluster for"]
     for name in SHARED:
         mod = info(name)
         lines.append(f"  {name:<16} {' -> '.join(mod.STEPS)}    {mod.TITLE}")
@@ -75,14 +81,19 @@ def _run_step(paper: str, step: str, args) -> int:
     started = time.perf_counter()
     before = _files_under(out)
     job_context.begin(paper, inputs)
+    rank = job_context.global_rank()
+    if rank != 0:
+        print(f"neurips26 {paper} {step}: rank {rank}: outputs and MLflow logging are left to rank 0", flush=True)
     try:
-        with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking) as run:
+        with tracking.job_run(paper, step, params, out, job=job, enabled=not args.no_tracking and rank == 0,
+                              system_metrics=step in TRAINING_STEPS) as run:
             written = getattr(steps, step)(params=params, inputs=inputs, out=out)
             if written:
                 run.outputs = list(written)
             run.log_metrics({"job_seconds": time.perf_counter() - started})
     except BaseException as exc:
-        _remove_partial_outputs(out, before)
+        if rank == 0:
+            _remove_partial_outputs(out, before)
         if isinstance(exc, InputFileError):
             raise SystemExit(f"neurips26 {paper} {step}: {exc}") from None
         if isinstance(exc, Exception) and tracking.is_tracking_error(exc):
@@ -90,6 +101,8 @@ def _run_step(paper: str, step: str, args) -> int:
             raise SystemExit(f"neurips26 {paper} {step}: MLflow tracking at {tracking.tracking_uri()} failed, "
                              f"the job's outputs are not kept: {str(exc).splitlines()[0][:500]}") from None
         raise
+    if rank != 0:
+        return 0
     for folder in job_context.finish():
         print(f"neurips26 {paper} {step}: outputs written, removed the checkpoints in {folder} "
               f"(keep_checkpoints: true keeps them)")
@@ -182,6 +195,23 @@ def _compare(args) -> int:
     return 1 if (result["changed"] or result["only_reference"] or result["only_current"]) else 0
 
 
+def _cost(args) -> int:
+    from .core import cost
+    from .core.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.workflow_dir, args.configfile)
+    except ConfigError as exc:
+        raise SystemExit(f"neurips26: {exc}")
+    try:
+        jobs = cost.dry_run(Path(args.workflow_dir), ["config/config.yaml", *args.configfile])
+    except RuntimeError as exc:
+        raise SystemExit(f"neurips26 cost: {exc}")
+    print(f"scale: {config['scale']}; hours are the rules' time limits (runtime), an upper bound")
+    print(cost.markdown(cost.per_paper(jobs, config["papers"])), end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
@@ -210,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     p_ref.add_argument("--out", default="reference")
     p_ref.add_argument("--configfile", action="append", default=[], help="configs the run used on top of config/config.yaml")
 
+    p_cost = sub.add_parser("cost", help="GPU-hours and CPU-hours per paper that a config asks a SLURM cluster for")
+    p_cost.add_argument("--configfile", action="append", default=[], help="extra config on top of config/config.yaml")
+    p_cost.add_argument("--workflow-dir", default=".", help="folder holding the Snakefile, config/ and profiles/")
+
     p_cmp = sub.add_parser("compare", help="compare two summaries: verdicts changed, numbers moved, rows on one side")
     p_cmp.add_argument("a", nargs="?", default="reference", help="reference folder or summary.csv (default reference/)")
     p_cmp.add_argument("b", nargs="?", default="results", help="folder or summary.csv to check (default results/)")
@@ -237,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         return _list(args)
     if args.command == "report":
         return _report(args)
+    if args.command == "cost":
+        return _cost(args)
     if args.command in ("readme", "reference", "compare"):
         return {"readme": _readme, "reference": _reference, "compare": _compare}[args.command](args)
     return _run_step(args.command, args.step, args)

@@ -23,11 +23,14 @@ rule angular_nets_train:
         ENV
     threads: THREADS
     resources:
-        mem_mb=config["angular_nets"]["resources"]["train_mem_mb"],
-        runtime=config["angular_nets"]["resources"]["train_runtime_min"],
-        gpu=config["angular_nets"]["resources"]["train_gpus"],
+        **job_resources(
+            config["angular_nets"]["resources"]["train_mem_mb"],
+            config["angular_nets"]["resources"]["train_runtime_min"],
+            config["angular_nets"]["resources"]["train_gpus"],
+            training=True,
+        ),
     shell:
-        "{params.cli} angular_nets train --params {params.args:q}"
+        "{resources.mpi} {params.cli} angular_nets train --params {params.args:q}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 

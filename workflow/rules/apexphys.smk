@@ -81,11 +81,14 @@ rule apexphys_train:
         ENV
     threads: THREADS
     resources:
-        mem_mb=config["apexphys"]["resources"]["train_mem_mb"],
-        runtime=config["apexphys"]["resources"]["train_runtime_min"],
-        gpu=config["apexphys"]["resources"]["train_gpus"],
+        **job_resources(
+            config["apexphys"]["resources"]["train_mem_mb"],
+            config["apexphys"]["resources"]["train_runtime_min"],
+            config["apexphys"]["resources"]["train_gpus"],
+            training=True,
+        ),
     shell:
-        "{params.cli} apexphys train --params {params.args:q} --input data={params.data}"
+        "{resources.mpi} {params.cli} apexphys train --params {params.args:q} --input data={params.data}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 

@@ -36,11 +36,9 @@ rule bdc_merge_run:
         ENV
     threads: THREADS
     resources:
-        mem_mb=BM_CFG["resources"]["run_mem_mb"],
-        runtime=120,
-        gpu=BM_CFG["resources"]["run_gpus"],
+        **job_resources(BM_CFG["resources"]["run_mem_mb"], BM_CFG["resources"]["run_runtime_min"], BM_CFG["resources"]["run_gpus"]),
     shell:
-        "{params.cli} bdc_merge run --params {params.args:q} --input corpora={params.corpora}"
+        "{resources.mpi} {params.cli} bdc_merge run --params {params.args:q} --input corpora={params.corpora}"
         " --input source={params.source} --input target={params.target} --out {params.out}"
         " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 

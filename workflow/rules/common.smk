@@ -23,8 +23,9 @@ os.environ[job_context.KEEP_ENV] = "1" if config["keep_checkpoints"] else "0"
 # What a variant or model name and a seed may be, for every rule's wildcards (the schema
 # checks the config against the same pattern).
 WILDCARDS = {"variant": NAME_PATTERN, "model": NAME_PATTERN, "seed": r"\d+"}
-# The CLI of the interpreter that runs Snakemake, so rules need no activated venv.
-CLI = f"{sys.executable} -m neurips26"
+# Under --sdm conda (or a container) the job's own environment runs the step: the `python` its
+# PATH finds there. Otherwise the interpreter that runs Snakemake, so rules need no activated venv.
+CLI = "python -m neurips26" if workflow.deployment_settings.deployment_method else f"{sys.executable} -m neurips26"
 ENV = "../../envs/neurips26.yaml"
 # The committed reference run that `results/compare.md` checks this run against.
 # Absent (a fork that dropped it): compare.md says so and the run goes on.
@@ -32,6 +33,57 @@ REFERENCE = "reference/summary.csv" if Path("reference/summary.csv").exists() el
 CONFIG_HASH = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 _TARGETS = {}
 _STAMPS = {}
+
+
+CLUSTER = config["cluster"]
+
+
+def job_resources(mem_mb, runtime, gpus=0, cpu_ranks=1, training=False):
+    """The resources of a GPU or multi-rank rule, used as `resources: **job_resources(...)`.
+
+    One rank per GPU (or `cpu_ranks` processes without GPUs, DDP over gloo): SLURM makes the
+    ranks with `--ntasks-per-node` (`tasks_per_node`; `tasks` would become `--ntasks`, which
+    Lightning refuses without SLURM_NTASKS_PER_NODE), and the `mpi` resource, which the rule's
+    shell line starts with, is `srun` itself: with an `mpi` resource the executor does not
+    wrap the job in `srun -n1`. srun no longer inherits --cpus-per-task, so it is passed again.
+    Locally `mpi` is empty: Lightning starts one process per device itself. A rule with GPUs
+    goes to the GPU partition; `mem_mb` is for the whole node (all ranks).
+
+    A training rule (Lightning through core.trainer) asks SLURM for SIGUSR1 `warning_seconds`
+    before its time limit; SLURM signals job steps, not the batch shell, so its single rank runs
+    under srun too. On the signal the trainer saves its checkpoint and the job fails, and
+    Snakemake's retry resumes from it.
+    """
+    ranks = gpus if gpus > 0 else cpu_ranks
+    cpus = CLUSTER["cpus_per_gpu"] if gpus > 0 else THREADS
+    res = {"mem_mb": mem_mb, "runtime": runtime, "mpi": _launcher(ranks, cpus, gpus, training)}
+    if gpus > 0:
+        res.update(gpu=gpus, slurm_partition=CLUSTER["gpu_partition"], cpus_per_task=cpus)
+    if ranks > 1:
+        res["tasks_per_node"] = ranks
+    if training:
+        res["slurm_extra"] = f"--signal=USR1@{CLUSTER['warning_seconds']}"
+    return res
+
+
+def _launcher(ranks, cpus, gpus, training):
+    """The `mpi` resource. Submitting (a non-local executor), only whether it is set matters:
+    set, sbatch gets --ntasks-per-node, which a single rank must not have. Inside the allocation
+    (the executor's job step, or a local run under salloc/sbatch) it is the srun that makes the
+    ranks; the executor's job step strips the SLURM_* variables, so the step asks for its node,
+    CPUs and GPUs again (every rank sees the node's GPUs; Lightning gives rank r cuda:r)."""
+    step_gpus = f" --gpus={gpus}" if gpus > 0 else ""
+
+    def mpi(wildcards, threads):
+        inside = workflow.remote_exec or (not workflow.non_local_exec and "SLURM_JOB_ID" in os.environ)
+        if inside and (ranks > 1 or training):
+            return (f"srun --nodes=1 --ntasks-per-node={ranks} --cpus-per-task={cpus}{step_gpus}"
+                    " --kill-on-bad-exit=1")
+        if workflow.non_local_exec and not workflow.remote_exec and ranks > 1:
+            return "srun"
+        return ""
+
+    return mpi
 
 
 def register_targets(paper, targets):
@@ -112,6 +164,13 @@ def start_tracking():
     from neurips26.core import tracking
     from neurips26.papers import SHARED
 
+    uri = tracking.tracking_uri()
+    if workflow.non_local_exec and not workflow.remote_exec and uri.startswith("sqlite:") and not CLUSTER["allow_sqlite"]:
+        raise WorkflowError(
+            f"MLflow would log to the SQLite file {uri} from every cluster job at once, which locks it; "
+            "set MLFLOW_TRACKING_URI to a tracking server (README, 'A team tracking server'), "
+            "or pass --config cluster='{allow_sqlite: true}' to use the file anyway"
+        )
     try:
         tracking.start_invocation(PAPERS + ["summary", *SHARED])
     except Exception as exc:

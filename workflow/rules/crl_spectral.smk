@@ -21,11 +21,14 @@ rule crl_spectral_train:
         ENV
     threads: THREADS
     resources:
-        mem_mb=config["crl_spectral"]["resources"]["train_mem_mb"],
-        runtime=config["crl_spectral"]["resources"]["train_runtime_min"],
-        gpu=config["crl_spectral"]["resources"]["train_gpus"],
+        **job_resources(
+            config["crl_spectral"]["resources"]["train_mem_mb"],
+            config["crl_spectral"]["resources"]["train_runtime_min"],
+            config["crl_spectral"]["resources"]["train_gpus"],
+            training=True,
+        ),
     shell:
-        "{params.cli} crl_spectral train --params {params.args:q} --out {params.out}"
+        "{resources.mpi} {params.cli} crl_spectral train --params {params.args:q} --out {params.out}"
         " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 

@@ -31,11 +31,14 @@ rule embed_merge_train:
         ENV
     threads: THREADS
     resources:
-        mem_mb=config["embed_merge"]["resources"]["train_mem_mb"],
-        runtime=config["embed_merge"]["resources"]["train_runtime_min"],
-        gpu=config["embed_merge"]["resources"]["train_gpus"],
+        **job_resources(
+            config["embed_merge"]["resources"]["train_mem_mb"],
+            config["embed_merge"]["resources"]["train_runtime_min"],
+            config["embed_merge"]["resources"]["train_gpus"],
+            training=True,
+        ),
     shell:
-        "{params.cli} embed_merge train --params {params.args:q} --out {params.out}"
+        "{resources.mpi} {params.cli} embed_merge train --params {params.args:q} --out {params.out}"
         " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
@@ -61,10 +64,13 @@ rule embed_merge_merge:
         ENV
     threads: THREADS
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **job_resources(
+            config["embed_merge"]["resources"]["merge_mem_mb"],
+            config["embed_merge"]["resources"]["merge_runtime_min"],
+            config["embed_merge"]["resources"]["merge_gpus"],
+        ),
     shell:
-        "{params.cli} embed_merge merge --params {params.args:q} --input train={params.train}"
+        "{resources.mpi} {params.cli} embed_merge merge --params {params.args:q} --input train={params.train}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 

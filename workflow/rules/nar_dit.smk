@@ -1,6 +1,7 @@
 # nar_dit: Noise-Aware Routing for DiT.
 # prepare -> classifier (FD_cls features) -> train (regime x seed) -> evaluate -> figures
 ND = "results/nar_dit"
+ND_RES = config["nar_dit"]["resources"]
 ND_FIGURES = ["fd_vs_steps", "fd_vs_flops", "fd_vs_wallclock", "mechanism", "samples"]
 
 
@@ -78,11 +79,13 @@ rule nar_dit_train:
         ENV
     threads: THREADS
     resources:
-        mem_mb=config["nar_dit"]["resources"]["train_mem_mb"],
-        runtime=config["nar_dit"]["resources"]["train_runtime_min"],
-        gpu=config["nar_dit"]["resources"]["train_gpus"],
+        **job_resources(
+            ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"],
+            cpu_ranks=ND_RES["train_cpu_ranks"],
+            training=True,
+        ),
     shell:
-        "{params.cli} nar_dit train --params {params.args:q} --input data={params.data}"
+        "{resources.mpi} {params.cli} nar_dit train --params {params.args:q} --input data={params.data}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
@@ -112,10 +115,9 @@ rule nar_dit_evaluate:
         ENV
     threads: THREADS
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **job_resources(ND_RES["evaluate_mem_mb"], ND_RES["evaluate_runtime_min"], ND_RES["evaluate_gpus"]),
     shell:
-        "{params.cli} nar_dit evaluate --params {params.args:q} --input data={params.data}"
+        "{resources.mpi} {params.cli} nar_dit evaluate --params {params.args:q} --input data={params.data}"
         " --input classifier={params.classifier} --input train={params.train}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 

@@ -24,7 +24,13 @@ class InputFileError(ValueError):
 @contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temp path beside `path`; rename it onto `path` only if the block succeeds."""
+    from .job import global_rank
+
     path = Path(path)
+    if global_rank() != 0:  # the other ranks of a multi-process job compute the same files: rank 0 writes them
+        with tempfile.TemporaryDirectory(prefix="neurips26-rank-") as scratch:
+            yield Path(scratch) / path.name
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

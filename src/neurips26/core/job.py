@@ -71,6 +71,18 @@ class JobContext:
 _CURRENT = JobContext()
 
 
+def global_rank() -> int:
+    """This process's rank among the job's training processes: SLURM_PROCID under an srun of
+    several tasks, RANK or LOCAL_RANK where Lightning or torchrun started the processes, else 0.
+    Only rank 0 writes outputs and logs to MLflow."""
+    if int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ:
+        return int(os.environ["SLURM_PROCID"])
+    for key in ("RANK", "LOCAL_RANK"):
+        if os.environ.get(key, "").isdigit():
+            return int(os.environ[key])
+    return 0
+
+
 def current() -> JobContext:
     return _CURRENT
 

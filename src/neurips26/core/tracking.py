@@ -215,8 +215,11 @@ def active() -> JobRun:
 
 @contextmanager
 def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
-            job: Mapping[str, Any] | None = None, enabled: bool = True) -> Iterator[JobRun]:
-    """One MLflow run for one job: tags, params, and every file under `out` as artifacts."""
+            job: Mapping[str, Any] | None = None, enabled: bool = True,
+            system_metrics: bool = False) -> Iterator[JobRun]:
+    """One MLflow run for one job: tags, params, and every file under `out` as artifacts. With
+    `system_metrics`, MLflow samples CPU, memory and (with nvidia-ml-py) GPU utilisation into the
+    run as `system/...` metrics every MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL seconds (10)."""
     global _ACTIVE
     if not enabled:
         yield _ACTIVE
@@ -245,7 +248,8 @@ def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
         tags["mlflow.parentRunId"] = parent
     name = "/".join(str(x) for x in (step, params.get("variant"), params.get("seed")) if x not in (None, ""))
     retry_locked(_close_killed_runs, client, exp_id, str(out))
-    run = retry_locked(mlflow.start_run, experiment_id=exp_id, run_name=name, tags=tags)
+    run = retry_locked(mlflow.start_run, experiment_id=exp_id, run_name=name, tags=tags,
+                       log_system_metrics=system_metrics)
     _ACTIVE = JobRun(run.info.run_id, experiment_name(paper))
     try:
         retry_locked(mlflow.log_params, {k: v[:6000] for k, v in flatten(params).items()})

@@ -35,6 +35,14 @@ PAUSE_ENV = "NEURIPS26_PAUSE_AT_STEP"
 PAUSE_FILE_ENV = "NEURIPS26_PAUSE_FILE"
 _CLASSES: dict[str, type] = {}
 _BATCHES_STARTED = [0]
+# SLURM's warning before the time limit (sbatch --signal=USR1@N, workflow/rules/common.smk)
+WARNING_SIGNAL = "SIGUSR1"
+_WARNED = [False]
+
+
+class Preempted(SystemExit):
+    """The job got SLURM's warning signal and saved its checkpoint: it stops without outputs
+    (failing, so Snakemake runs it again) and the rerun resumes from that checkpoint."""
 
 
 def checkpoint_key(params: Mapping[str, Any]) -> str:
@@ -50,9 +58,21 @@ def show_progress() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
+def _tasks_per_node(value: str) -> int:
+    """SLURM's tasks-per-node list ('2', '4(x2)', '4,2') as one number: the first node's."""
+    head = value.split(",")[0].split("(")[0]
+    return int(head) if head.isdigit() else 1
+
+
 def _devices_from_allocation() -> tuple[Any, int, str]:
-    """Devices, nodes and strategy from the job's allocation (SLURM sets these; local: auto)."""
+    """Devices, nodes and strategy from the job's allocation. Under an srun of several tasks
+    (the rule's `{resources.mpi}`), each task is one rank: devices per node = tasks per node,
+    which Lightning's SLURM environment checks against SLURM_NTASKS_PER_NODE; on CPUs the ranks
+    talk over gloo. Otherwise the GPUs of the allocation, or whatever Lightning finds (local)."""
     nodes = int(os.environ.get("SLURM_JOB_NUM_NODES", os.environ.get("SLURM_NNODES", "1")))
+    if int(os.environ.get("SLURM_NTASKS", "1")) > 1:
+        per_node = os.environ.get("SLURM_NTASKS_PER_NODE") or os.environ.get("SLURM_TASKS_PER_NODE", "1")
+        return _tasks_per_node(per_node), nodes, "ddp"
     gpus = os.environ.get("SLURM_GPUS_ON_NODE")
     devices: Any = int(gpus) if gpus and gpus.isdigit() and int(gpus) > 0 else "auto"
     multi = nodes > 1 or (isinstance(devices, int) and devices > 1)
@@ -90,7 +110,10 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
                  log_every_n_steps: int = 25, gradient_clip_val: float | None = None,
                  precision: str = "32-true"):
     """A configured `lightning.Trainer`, plus the checkpoint it should resume from (or None)."""
+    # cuBLAS is deterministic only with a fixed workspace, read when CUDA starts (after this)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import lightning as L
+    import torch
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     ckpt_dir = Path(out) / "checkpoints" / checkpoint_key(params)
@@ -103,21 +126,67 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
         loggers.append(_logger_class()(experiment_name=run.experiment, run_id=run.run_id,
                                        tracking_uri=tracking.tracking_uri()))
     devices, nodes, strategy = _devices_from_allocation()
+    plugins = []
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    if SLURMEnvironment.detect():  # the warning signal is handled below, not by Lightning's requeue
+        plugins.append(SLURMEnvironment(auto_requeue=False))
     trainer = L.Trainer(
+        plugins=plugins or None,
         accelerator="auto", devices=devices, num_nodes=nodes, strategy=strategy,
         max_steps=max_steps, max_epochs=-1, precision=precision,
-        deterministic=True, benchmark=False,
+        # some CUDA backward ops have no deterministic kernel (avg_pool3d, linear interpolate):
+        # on a GPU they warn instead of stopping the job; on CPUs every op used here is deterministic
+        deterministic="warn" if torch.cuda.is_available() else True, benchmark=False,
         logger=loggers or False, log_every_n_steps=log_every_n_steps,
         callbacks=[_resume_state_class()(ckpt_dir, max_steps), checkpoint, *callbacks],
         enable_progress_bar=show_progress(), enable_model_summary=False,
         num_sanity_val_steps=0, limit_val_batches=0,
         gradient_clip_val=gradient_clip_val, default_root_dir=str(out),
     )
+    requested = os.environ.get("SLURM_GPUS_ON_NODE") or os.environ.get("SLURM_GPUS") or "none named"
+    print(f"neurips26: rank {trainer.global_rank} of world size {trainer.world_size} "
+          f"({nodes} node(s), {trainer.num_devices} device(s) each, {trainer.strategy.__class__.__name__}); "
+          f"GPUs seen {torch.cuda.device_count()}, requested {requested}", flush=True)
     last = ckpt_dir / "last.ckpt"
     if not last.exists():
         return trainer, None
     _check_checkpoint(last)
     return trainer, str(last)
+
+
+class RankBatches:
+    """The batches of one rank: every global batch of `batches` cut into `world` equal parts, this
+    rank's part. Every rank draws the same global order (the same seeded generator), so the ranks
+    together train on exactly the batches one process would, and DDP's gradient mean over ranks
+    equals that process's mean over the global batch."""
+
+    def __init__(self, batches, rank: int, world: int):
+        self.batches, self.rank, self.world = batches, rank, world
+        self.sampler = batches.sampler  # where the resume state finds the order's generator
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for batch in self.batches:
+            size = len(batch) // self.world
+            yield batch[self.rank * size:(self.rank + 1) * size]
+
+
+def train_loader(trainer, dataset, global_batch: int, generator, *, num_workers: int = 0,
+                 key: str = "train.batch_size"):
+    """A shuffled DataLoader (drop_last) whose global batch is `global_batch` over all ranks of
+    `trainer`: each rank loads global_batch / world_size. With one rank it draws exactly what
+    `DataLoader(dataset, batch_size, shuffle=True, drop_last=True, generator=generator)` draws."""
+    import torch
+
+    world = trainer.world_size
+    if global_batch % world:
+        raise ValueError(f"config key '{key}': the global batch {global_batch} does not split over {world} ranks")
+    order = torch.utils.data.RandomSampler(dataset, generator=generator)
+    batches = RankBatches(torch.utils.data.BatchSampler(order, global_batch, drop_last=True), trainer.global_rank, world)
+    return torch.utils.data.DataLoader(dataset, batch_sampler=batches, generator=generator, num_workers=num_workers)
 
 
 def _finished_step(ckpt_dir: Path) -> int:
@@ -138,13 +207,20 @@ def fit(trainer, module, train_dataloaders, ckpt_path: str | None = None) -> Non
     import warnings
 
     state = _resume_state(trainer)
-    if trainer.world_size == 1:  # under DDP Lightning must see the DataLoader to shard it
+    # one process, or a loader already cut per rank (train_loader): the resume state wraps it;
+    # any other loader under DDP goes to Lightning as it is, to be sharded by its sampler
+    if trainer.world_size == 1 or isinstance(getattr(train_dataloaders, "batch_sampler", None), RankBatches):
         train_dataloaders = state.wrap(train_dataloaders)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*LeafSpec.*")
         warnings.filterwarnings("ignore", message=".*resuming from a checkpoint that ended before the epoch.*")
         trainer.fit(module, train_dataloaders=train_dataloaders, ckpt_path=ckpt_path, weights_only=True)
+    print(f"neurips26: rank {trainer.global_rank} trained to step {trainer.global_step} with world size {trainer.world_size}",
+          flush=True)
+    if state.preempted_at is not None:
+        raise Preempted(f"neurips26: {WARNING_SIGNAL} (SLURM's warning before the time limit) at step "
+                        f"{state.preempted_at}: checkpoint saved in {state.ckpt_dir}; the rerun resumes from it")
     if not state.finished_before:
         (state.ckpt_dir / FINISHED).unlink(missing_ok=True)
         trainer.save_checkpoint(state.ckpt_dir / "last.ckpt")
@@ -245,6 +321,8 @@ def _resume_state_class():
             self.batches_done = 0
             self.pending: dict | None = None
             self.loader = None
+            self.preempted_at: int | None = None
+            self._previous_handler = None
 
         @property
         def state_key(self) -> str:
@@ -256,17 +334,41 @@ def _resume_state_class():
             self.loader = _ResumableLoader(loader, self)
             return self.loader
 
+        def on_train_start(self, trainer, pl_module):
+            import signal
+
+            def warned(signum, frame):
+                _WARNED[0] = True
+
+            # after Lightning's own handlers, which it installs when fit starts
+            self._previous_handler = signal.signal(getattr(signal, WARNING_SIGNAL), warned)
+
+        def on_train_end(self, trainer, pl_module):
+            import signal
+
+            if self._previous_handler is not None:
+                signal.signal(getattr(signal, WARNING_SIGNAL), self._previous_handler)
+
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             pause = os.environ.get(PAUSE_ENV)
             if pause and int(pause) == _BATCHES_STARTED[0]:
                 print(f"neurips26: paused before training batch {pause} of the job ({PAUSE_ENV})", flush=True)
                 if os.environ.get(PAUSE_FILE_ENV):
                     Path(os.environ[PAUSE_FILE_ENV]).write_text(str(os.getpid()))
-                time.sleep(3600)
+                deadline = time.monotonic() + 3600
+                while time.monotonic() < deadline and not _WARNED[0]:  # the warning signal ends the pause
+                    time.sleep(0.1)
             _BATCHES_STARTED[0] += 1
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             self.batches_done += 1
+            # every rank must save at the same step: stop when any rank got the signal
+            if trainer.strategy.reduce_boolean_decision(_WARNED[0], all=False) and self.preempted_at is None:
+                self.preempted_at = trainer.global_step
+                trainer.save_checkpoint(self.ckpt_dir / "last.ckpt")
+                print(f"neurips26: {WARNING_SIGNAL} received: saved {self.ckpt_dir / 'last.ckpt'} at step "
+                      f"{trainer.global_step}; stopping", flush=True)
+                trainer.should_stop = True
 
         def state_dict(self) -> dict:
             state: dict[str, Any] = {"rng": _rng_states()}

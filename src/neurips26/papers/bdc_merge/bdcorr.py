@@ -108,12 +108,13 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
 
     Chunked over columns of x, columns of y and rows of the distance matrices, so the blocks of
     centred distances held at once stay within `memory_bytes` (besides O(n (p + q)) vectors
-    and the p x q result)."""
+    and the p x q result). Computed on x's device (a GPU when the caller puts x there); the
+    result is returned on the CPU."""
     x, y = _as2d(x), _as2d(y)
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x and y need the same number of samples, got {x.shape[0]} and {y.shape[0]}")
     dtype = torch.promote_types(x.dtype, torch.float32)
-    x, y = x.to(dtype).cpu(), y.to(dtype).cpu()
+    x, y = x.to(dtype), y.to(dtype).to(x.device)
     n, p = x.shape
     q = y.shape[1]
     item = torch.finfo(dtype).bits // 8
@@ -124,9 +125,9 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
     cx, cy = min(p, cols), min(q, cols)
     rx, ry = _row_means(x, budget // 4), _row_means(y, budget // 4)
     gx, gy = rx.mean(0), ry.mean(0)
-    cov = torch.zeros(p, q, dtype=dtype)
-    var_x = torch.zeros(p, dtype=dtype)
-    var_y = torch.zeros(q, dtype=dtype)
+    cov = torch.zeros(p, q, dtype=dtype, device=x.device)
+    var_x = torch.zeros(p, dtype=dtype, device=x.device)
+    var_y = torch.zeros(q, dtype=dtype, device=x.device)
     single_y = q <= cy
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
@@ -152,7 +153,7 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
         B_all = None
     denom = (var_x[:, None] * var_y[None, :]).sqrt()
     dcor2 = torch.where(denom > 0, cov / denom.clamp_min(eps), torch.zeros_like(cov))
-    return dcor2.clamp_min(0).sqrt()
+    return dcor2.clamp_min(0).sqrt().cpu()
 
 
 def layer_dependence(xs: list[torch.Tensor], ys: list[torch.Tensor]) -> torch.Tensor:

@@ -73,7 +73,8 @@ def lift(D: torch.Tensor, rho: torch.Tensor, sd_from: torch.Tensor, sd_to: torch
 
 
 def _pair_operator_cache(src: torch.Tensor, tgt: torch.Tensor, top_k: int, memory_bytes: int):
-    D = neuron_distance_correlation(src, tgt, memory_bytes=memory_bytes)   # (d_s x d_t)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # the n x n distance blocks are the heavy part
+    D = neuron_distance_correlation(src.to(device), tgt.to(device), memory_bytes=memory_bytes)   # (d_s x d_t)
     rho = act.pearson(src, tgt)
     sd_s, sd_t = src.std(0), tgt.std(0)
     out = lift(D, rho, sd_s, sd_t, top_k)              # (d_t x d_s): source -> target

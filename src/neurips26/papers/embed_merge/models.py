@@ -164,12 +164,13 @@ def train_classifier(net: nn.Module, tensors: tuple, out: Path, params: dict, st
 
 @torch.no_grad()
 def correct_per_example(net: nn.Module, inputs, labels: torch.Tensor, batch_size: int = 512) -> list[int]:
-    """1 where `net` classifies an example right, else 0."""
+    """1 where `net` classifies an example right, else 0; batch by batch on the net's device."""
     net.eval()
+    device = next(net.parameters()).device
     correct: list[int] = []
     for i in range(0, len(labels), batch_size):
-        x = tuple(t[i:i + batch_size] for t in inputs) if isinstance(inputs, tuple) else inputs[i:i + batch_size]
-        correct += (net(x).argmax(1) == labels[i:i + batch_size]).int().tolist()
+        x = tuple(t[i:i + batch_size].to(device) for t in inputs) if isinstance(inputs, tuple) else inputs[i:i + batch_size].to(device)
+        correct += (net(x).argmax(1) == labels[i:i + batch_size].to(device)).int().tolist()
     return correct
 
 

@@ -175,7 +175,7 @@ def merge(params, inputs, out: Path):
         data[n], classes = dom.task(i, n, splits=("val", "test"))
         net = models.Classifier(dom.new_backbone(), dom.features(), classes)
         net.head.load_state_dict(_head(states[n]))
-        nets[n] = net.eval()
+        nets[n] = net.eval().to("cuda" if torch.cuda.is_available() else "cpu")  # evaluation on the job's GPU
 
     def correctness(backbone_state: dict, task_names: list[str], split: str) -> dict:
         out_correct = {}

@@ -16,7 +16,8 @@ from .model import DiT
 
 def sample_t(n: int, generator: torch.Generator | None = None, device=None) -> torch.Tensor:
     """Logit-normal(0, 1) timesteps in (0, 1)."""
-    return torch.sigmoid(torch.randn(n, generator=generator, device=device))
+    draw_on = generator.device if generator is not None else device
+    return torch.sigmoid(torch.randn(n, generator=generator, device=draw_on).to(device))
 
 
 def noise_group_edges(boundaries) -> list[float]:
@@ -66,7 +67,7 @@ def route_sensitivity(model: DiT, x0, y, t, probe_ratio: float, route_start: int
     """E ||f(x_t; routed at probe_ratio) - f(x_t)||^2 / E ||f(x_t)||^2 over random routes:
     the size of the route-induced perturbation that routing penalises during training."""
     with torch.no_grad():
-        eps = torch.randn(x0.shape, generator=generator)
+        eps = torch.randn(x0.shape, generator=generator, device=generator.device).to(x0.device)
         tt = t.view(-1, 1, 1, 1)
         xt = (1 - tt) * x0 + tt * eps
         dense = model(xt, t, y)

@@ -222,7 +222,9 @@ class DiT(nn.Module):
         for ratio in torch.unique(ratios).tolist():
             idx = (ratios == ratio).nonzero(as_tuple=True)[0]
             keep = kept_tokens(n, ratio)
-            perm = torch.argsort(torch.rand(len(idx), n, generator=generator, device=h.device), dim=1)[:, :keep]
+            # drawn where the generator lives (a seeded CPU generator gives the same routes on any device)
+            scores = torch.rand(len(idx), n, generator=generator, device=generator.device if generator is not None else h.device)
+            perm = torch.argsort(scores.to(h.device), dim=1)[:, :keep]
             sub = torch.gather(h[idx], 1, perm.unsqueeze(-1).expand(-1, -1, d))
             for block in self.blocks[start:end + 1]:
                 sub = block(sub, c[idx])

@@ -13,7 +13,7 @@ import torch
 
 from neurips26.core import claims, io, plotting, tracking
 from neurips26.core.seeding import generator
-from neurips26.core.trainer import fit, make_trainer
+from neurips26.core.trainer import fit, make_trainer, train_loader
 
 from .model import DiT, DiTConfig, RoutingPolicy, train_step_flops
 
@@ -140,9 +140,9 @@ def train(params, inputs, out: Path):
     model = DiT(cfg)
     snapshots = _snapshot_steps(t)
     module = FlowMatchingDiT(model, policy, t["lr"], t["weight_decay"], t["warmup_steps"], t["ema_decay"], snapshots)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=t["batch_size"], shuffle=True, drop_last=True,
-                                         generator=generator(params["seed"]), num_workers=t["num_workers"])
     trainer, resume = make_trainer(out, params, t["steps"], checkpoint_every=t["checkpoint_every"])
+    loader = train_loader(trainer, dataset, t["batch_size"], generator(params["seed"]), num_workers=t["num_workers"],
+                          key="nar_dit.train.batch_size")
     fit(trainer, module, loader, resume)
     flat = {f"{step}/{k}": v for step, state in module.snapshots.items() for k, v in state.items()}
     io.save_tensors(out / "snapshots.safetensors", flat, metadata={"steps": ",".join(map(str, sorted(module.snapshots)))})
@@ -209,11 +209,15 @@ def _fd_features(e, inputs, device):
     return "FID", (lambda x: inception((x * 255).to(torch.uint8).to(device)).cpu()), 2048, to_images, None
 
 
+# images per feature pass of the FD/KID (frechet_and_kid's batch)
+FEATURE_CHUNK = 256
+
+
 def evaluate(params, inputs, out: Path):
     """FD (FD_cls offline, Inception FID at paper scale), KID and, with FD_cls, the classifier's
     accuracy on samples along training; the route sensitivity per noise group and the
     train/held-out loss gap of the final model."""
-    from neurips26.core.metrics import frechet_and_kid
+    from neurips26.core.metrics import chunks, frechet_and_kid_stream
 
     from .diffusion import flow_loss, noise_group_edges, route_sensitivity
 
@@ -226,13 +230,25 @@ def evaluate(params, inputs, out: Path):
     cfg = _model_config(params, shape)
     model = DiT(cfg).to(device).eval()
     snapshots = _load_snapshots(inputs["train"] / "snapshots.safetensors")
-    reference = to_images(images["reference_x"])
+    reference = images["reference_x"]
     curve, kid, acc = {}, {}, {}
     for step, state in sorted(snapshots.items()):
         model.load_state_dict(state)
         fake, labels = _generate(model, e["samples"], cfg.num_classes, shape, e, seed)
-        fake_images = to_images(fake)
-        scores = frechet_and_kid(features, num_features, reference, fake_images, seed=seed)
+        # images are decoded chunk by chunk and only their features kept (50k decoded 256x256
+        # images are 39 GB a side); the classifier's accuracy (small scales) sees them all at once
+        kept: list[torch.Tensor] = []
+
+        def fake_chunks():
+            for chunk in chunks(fake, FEATURE_CHUNK):
+                decoded = to_images(chunk)
+                if classifier is not None or sum(len(k) for k in kept) < 40:
+                    kept.append(decoded)
+                yield decoded
+
+        scores = frechet_and_kid_stream(features, num_features, (to_images(c) for c in chunks(reference, FEATURE_CHUNK)),
+                                        fake_chunks(), n=min(len(reference), len(fake)), seed=seed)
+        fake_images = torch.cat(kept)
         curve[str(step)], kid[str(step)] = scores["fd"], scores["kid_mean"]
         logged = {"fd": scores["fd"], "kid": scores["kid_mean"]}
         if classifier is not None:

@@ -35,8 +35,12 @@ class FlowMatchingDiT(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         x0, y = batch
-        t = sample_t(x0.shape[0], device=x0.device)
-        eps = torch.randn_like(x0)
+        # every rank draws the noise of the whole global batch (same seed, same RNG state) and
+        # keeps its part, so the ranks together draw what one process would
+        world, rank, n = self.trainer.world_size, self.trainer.global_rank, x0.shape[0]
+        part = slice(rank * n, (rank + 1) * n)
+        t = sample_t(n * world, device=x0.device)[part]
+        eps = torch.randn((n * world, *x0.shape[1:]), dtype=x0.dtype, device=x0.device)[part]
         ratios = self.policy.ratios_for(t)
         loss = flow_loss(self.model, x0, y, t, eps, ratios, self.policy.route_start, self.policy.route_end)
         self.log("train/loss", loss, prog_bar=True)
