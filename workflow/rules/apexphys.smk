@@ -1,6 +1,7 @@
 # apexphys: ApexPhys, continual rPPG over sequential domains.
 # generate (UBFC-rPPG / PURE folders) -> preprocess (loaders, crop, normalise, cache; GREEN/CHROM/POS)
-# -> train (one job per method, every seed) -> figures
+# -> train (one job per method, every seed) -> figures. Generate and preprocess run once per seed:
+# a seed draws its own subjects, heart rates and videos.
 AX = "results/apexphys"
 AX_FIGURES = ["r_matrices", "avg_mae_per_task"]
 AX_REAL_DIRS = [spec["data_dir"] for spec in config["apexphys"]["data"].get("real", {}).values()
@@ -11,16 +12,17 @@ rule apexphys_generate:
     input:
         AX_REAL_DIRS,
     output:
-        manifest=f"{AX}/raw/manifest.json",
+        manifest=f"{AX}/raw/seed{{seed}}/manifest.json",
     params:
         cli=CLI,
         args=paper_params("apexphys", "data"),
+        wildcards=wildcards_json,
         code=code_stamp("apexphys"),
         out=folder_of("output", "manifest"),
     log:
-        f"{AX}/logs/generate.log",
+        f"{AX}/logs/generate_seed{{seed}}.log",
     benchmark:
-        f"{AX}/benchmarks/generate.tsv"
+        f"{AX}/benchmarks/generate_seed{{seed}}.tsv"
     conda:
         ENV
     threads: THREADS
@@ -28,26 +30,28 @@ rule apexphys_generate:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{params.cli} apexphys generate --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
+        "{params.cli} apexphys generate --params {params.args:q} --out {params.out} --threads {threads}"
+        " --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule apexphys_preprocess:
     input:
         manifest=rules.apexphys_generate.output.manifest,
     output:
-        clips=f"{AX}/data/clips.safetensors",
-        index=f"{AX}/data/index.json",
-        unsupervised=f"{AX}/data/unsupervised.json",
+        clips=f"{AX}/data/seed{{seed}}/clips.safetensors",
+        index=f"{AX}/data/seed{{seed}}/index.json",
+        unsupervised=f"{AX}/data/seed{{seed}}/unsupervised.json",
     params:
         cli=CLI,
         args=paper_params("apexphys", "data", "preprocess", "heart_rate"),
+        wildcards=wildcards_json,
         code=code_stamp("apexphys"),
         raw=folder_of("input", "manifest"),
         out=folder_of("output", "clips"),
     log:
-        f"{AX}/logs/preprocess.log",
+        f"{AX}/logs/preprocess_seed{{seed}}.log",
     benchmark:
-        f"{AX}/benchmarks/preprocess.tsv"
+        f"{AX}/benchmarks/preprocess_seed{{seed}}.tsv"
     conda:
         ENV
     threads: THREADS
@@ -56,13 +60,13 @@ rule apexphys_preprocess:
         runtime=60,
     shell:
         "{params.cli} apexphys preprocess --params {params.args:q} --input raw={params.raw}"
-        " --out {params.out} --threads {threads} > {log} 2>&1"
+        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule apexphys_train:
     input:
-        clips=rules.apexphys_preprocess.output.clips,
-        index=rules.apexphys_preprocess.output.index,
+        clips=expand(f"{AX}/data/seed{{seed}}/clips.safetensors", seed=config["apexphys"]["seeds"]),
+        index=expand(f"{AX}/data/seed{{seed}}/index.json", seed=config["apexphys"]["seeds"]),
     output:
         metrics=f"{AX}/train/{{variant}}/metrics.json",
         timing=f"{AX}/train/{{variant}}/timing.json",
@@ -71,7 +75,7 @@ rule apexphys_train:
         args=paper_params("apexphys", "seeds", "preprocess", "heart_rate", "model", "train"),
         wildcards=wildcards_json,
         code=code_stamp("apexphys"),
-        data=folder_of("input", "clips"),
+        data=folder_of("input", "clips", up=2),
         out=folder_of("output", "metrics"),
     log:
         f"{AX}/logs/train/{{variant}}.log",
@@ -95,7 +99,7 @@ rule apexphys_train:
 rule apexphys_figures:
     input:
         metrics=expand(f"{AX}/train/{{variant}}/metrics.json", variant=config["apexphys"]["run_variants"]),
-        unsupervised=rules.apexphys_preprocess.output.unsupervised,
+        unsupervised=expand(f"{AX}/data/seed{{seed}}/unsupervised.json", seed=config["apexphys"]["seeds"]),
     output:
         figures=[
             report(f"{AX}/figures/{name}.png", caption=f"../report/apexphys_{name}.rst", category="apexphys")
@@ -105,10 +109,10 @@ rule apexphys_figures:
         claims=f"{AX}/claims.csv",
     params:
         cli=CLI,
-        args=paper_params("apexphys", "seeds", run_variants=config["apexphys"]["run_variants"]),
+        args=paper_params("apexphys", "seeds", "data", run_variants=config["apexphys"]["run_variants"]),
         code=code_stamp("apexphys"),
         evals=folder_of("input", "metrics", up=2),
-        data=folder_of("input", "unsupervised"),
+        data=folder_of("input", "unsupervised", up=2),
         out=folder_of("output", "claims"),
     log:
         f"{AX}/logs/figures.log",

@@ -139,6 +139,7 @@ rule nar_dit_figures:
         cli=CLI,
         args=paper_params(
             "nar_dit",
+            "claims",
             run_variants=config["nar_dit"]["run_variants"],
             seeds=config["nar_dit"]["seeds"],
         ),

@@ -6,7 +6,6 @@ workflow/schemas/papers/nar_dit.schema.yaml), inputs by name, and the output fol
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import torch
@@ -15,9 +14,12 @@ from neurips26.core import claims, io, plotting, tracking
 from neurips26.core.seeding import generator
 from neurips26.core.trainer import fit, make_trainer, train_loader
 
+from . import claims as nar_claims
 from .model import DiT, DiTConfig, RoutingPolicy, train_step_flops
 
 SPLITS = ("train", "heldout", "reference")
+# what a seed does not vary: prepare and the classifier run once per config
+HOLDS_FIXED = "the generated image sets (train, held-out, reference) and the FD_cls classifier"
 
 
 # ---------------------------------------------------------------- prepare
@@ -266,13 +268,17 @@ def evaluate(params, inputs, out: Path):
     n_probe = min(len(images["train_x"]), len(images["heldout_x"]), e["probe_samples"])
     x_train, y_train = images["train_x"][:n_probe].to(device), images["train_y"][:n_probe].to(device)
     x_held, y_held = images["heldout_x"][:n_probe].to(device), images["heldout_y"][:n_probe].to(device)
-    sensitivity, loss_train, loss_held = {}, {}, {}
+    sensitivity, loss_train, loss_held, gap_items = {}, {}, {}, {}
     for name, lo, hi in zip(group_names, edges[:-1], edges[1:]):
         tg = (lo + (hi - lo) * torch.rand(n_probe, generator=g)).to(device)
         eps = torch.randn(x_train.shape, generator=g).to(device)
         with torch.no_grad():
-            loss_train[name] = flow_loss(model, x_train, y_train, tg, eps).item()
-            loss_held[name] = flow_loss(model, x_held, y_held, tg, eps).item()
+            per_train = flow_loss(model, x_train, y_train, tg, eps, reduce=False)
+            per_held = flow_loss(model, x_held, y_held, tg, eps, reduce=False)
+        loss_train[name], loss_held[name] = per_train.mean().item(), per_held.mean().item()
+        # probe pair i: a held-out and a training image at the same t and noise; the same pairs
+        # for every regime of a seed, so the per-pair gaps pair the regimes item by item
+        gap_items[name] = (per_held - per_train).cpu().tolist()
         sensitivity[name] = route_sensitivity(model, x_held, y_held, tg, e["probe_ratio"], t["route_start"],
                                               t["route_end"], e["probe_repeats"], g)
     final = str(max(snapshots))
@@ -282,7 +288,8 @@ def evaluate(params, inputs, out: Path):
         "fd": curve, "kid": kid, "sample_accuracy": acc, "final_fd": curve[final], "final_kid": kid[final],
         "final_sample_accuracy": acc.get(final), "route_sensitivity": sensitivity,
         "loss_train": loss_train, "loss_heldout": loss_held, "generalization_gap": gap,
-        "mean_generalization_gap": sum(gap.values()) / len(gap), "noise_groups": group_names,
+        "mean_generalization_gap": sum(gap.values()) / len(gap), "generalization_gap_items": gap_items,
+        "noise_groups": group_names,
         "noise_group_t_edges": edges,
     }
     tracking.active().log_metrics({f"route_sensitivity/{k}": v for k, v in sensitivity.items()}
@@ -294,13 +301,6 @@ def evaluate(params, inputs, out: Path):
 REGIME_LABELS = {"dit": "DiT (no routing)", "tread": "TREAD (ratio 0.5)", "nar": "NAR (low<mid<high)",
                  "nar_inverted": "inverted NAR (control)"}
 COLOURS = {"dit": "#444444", "tread": "#1f77b4", "nar": "#d62728", "nar_inverted": "#2ca02c"}
-
-
-def _steps_to_reach(curve: dict[str, float], target: float) -> float:
-    for step in sorted(curve, key=int):
-        if curve[step] <= target:
-            return float(step)
-    return math.nan
 
 
 def figures(params, inputs, out: Path):
@@ -318,6 +318,19 @@ def figures(params, inputs, out: Path):
     def curves(v, key="fd"):
         return [[r[key][str(s)] for s in steps] for r in runs[v]]
 
+    ref = params["claims"]["speedup_reference_step"] or total
+    if ref not in steps:
+        raise ValueError(f"config key 'nar_dit.claims.speedup_reference_step': {ref} is not a snapshot step {steps}")
+    summary = {
+        "fd_name": fd_name, "steps": steps, "reference_step": ref, "holds_fixed": HOLDS_FIXED,
+        "regimes": {v: {"fd": curves(v), "final_fd": [r["final_fd"] for r in runs[v]],
+                        "route_sensitivity_high": [r["route_sensitivity"][r["noise_groups"][-1]] for r in runs[v]],
+                        "mean_generalization_gap": [r["mean_generalization_gap"] for r in runs[v]],
+                        "gap_items": [[x for g in r["noise_groups"] for x in r["generalization_gap_items"][g]]
+                                      for r in runs[v]]}
+                    for v in variants},
+    }
+
     # FD_cls against steps, GFLOPs and wall-clock
     for name, xlabel, xs in (
         ("fd_vs_steps", "training steps", lambda v: steps),
@@ -329,8 +342,9 @@ def figures(params, inputs, out: Path):
         ax = axes[0, 0]
         for v in variants:
             plotting.mean_band(ax, xs(v), curves(v), REGIME_LABELS.get(v, v), COLOURS.get(v))
-        dit_final = sum(r["final_fd"] for r in runs["dit"]) / len(runs["dit"])
-        ax.axhline(dit_final, ls="--", color="#888888", lw=1, label=f"DiT final {fd_name}")
+        if "nar" in variants:
+            nar_at_ref = sum(c[steps.index(ref)] for c in curves("nar")) / len(runs["nar"])
+            ax.axhline(nar_at_ref, ls="--", color="#888888", lw=1, label=f"NAR's {fd_name} at step {ref}")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(f"{fd_name} (lower is better)")
         ax.set_yscale("log")
@@ -338,12 +352,8 @@ def figures(params, inputs, out: Path):
         ax.legend()
         plotting.save(fig, figdir / f"{name}.png")
 
-    # speedup: steps to reach DiT's final FD_cls (mean over DiT seeds)
-    target = sum(r["final_fd"] for r in runs["dit"]) / len(runs["dit"])
-    reach = {v: [_steps_to_reach(r["fd"], target) for r in runs[v]] for v in variants}
-    # a run that never reaches the target is counted as reaching it one eval interval late
-    late = total + (steps[1] - steps[0] if len(steps) > 1 else total)
-    speedup = {v: [total / (s if not math.isnan(s) else late) for s in reach[v]] for v in variants}
+    # speedup over DiT (the paper's definition; see claims.py)
+    speedup = {v: nar_claims.speedups(summary, v) for v in variants}
 
     # mechanism: route sensitivity and generalisation gap per noise group
     groups = runs["dit"][0]["noise_groups"]  # low -> high noise
@@ -384,8 +394,9 @@ def figures(params, inputs, out: Path):
             f"final_{fd_name}": claims.fmt([r["final_fd"] for r in runs[v]]),
             "final_kid": claims.fmt([r["final_kid"] for r in runs[v]]),
             "sample_accuracy": claims.fmt([r["final_sample_accuracy"] for r in runs[v] if r["final_sample_accuracy"] is not None]),
-            "steps_to_dit_final_fd": claims.fmt(reach[v]),  # NaN where never reached
-            "speedup_vs_dit": claims.fmt(speedup[v]),
+            f"{fd_name}_at_step_{ref}": claims.fmt([c[steps.index(ref)] for c in curves(v)]),
+            # DiT's steps to reach this FD / ref; NaN where DiT never reaches it
+            f"speedup_vs_dit_at_step_{ref}": claims.fmt(speedup[v][0]),
             "gflops_per_step": f"{train_info[v][0]['flops_per_step'] / 1e9:.2f}",
             "mean_routing_ratio": f"{train_info[v][0]['mean_routing_ratio']:.3f}",
             "train_seconds": claims.fmt([tm[str(total)] for tm in timing[v]]),
@@ -394,30 +405,5 @@ def figures(params, inputs, out: Path):
         })
     io.write_csv(out / "summary.csv", rows)
 
-    # claims
-    final = {v: [r["final_fd"] for r in runs[v]] for v in variants}
-    gap = {v: [r["mean_generalization_gap"] for r in runs[v]] for v in variants}
-    sens_high = {v: [r["route_sensitivity"][groups[-1]] for r in runs[v]] for v in variants}
-    P = "nar_dit"
-    rows = [
-        claims.row(P, "NAR reaches DiT's final FD in fewer steps", f"speedup in steps to DiT's final {fd_name}, higher is better",
-                   "nar", speedup["nar"], "dit", speedup["dit"], True, scale, "fd_vs_steps.png", paper_value="15.6x (ImageNet-256)"),
-        claims.row(P, "NAR improves generation quality over DiT", f"final {fd_name}, lower is better",
-                   "nar", final["nar"], "dit", final["dit"], False, scale, "fd_vs_steps.png"),
-    ]
-    if "tread" in variants:
-        rows += [
-            claims.row(P, "NAR outperforms TREAD at the same mean routing ratio", f"final {fd_name}, lower is better",
-                       "nar", final["nar"], "tread", final["tread"], False, scale, "fd_vs_steps.png"),
-            claims.row(P, "TREAD converges faster than DiT", f"speedup in steps to DiT's final {fd_name}, higher is better",
-                       "tread", speedup["tread"], "dit", speedup["dit"], True, scale, "fd_vs_steps.png"),
-            claims.row(P, "routing regularises route sensitivity", f"route sensitivity at {groups[-1]} noise, lower is better",
-                       "tread", sens_high["tread"], "dit", sens_high["dit"], False, scale, "mechanism.png"),
-        ]
-    rows.append(claims.row(P, "NAR shrinks the train/held-out loss gap", "held-out minus train flow loss, lower is better",
-                           "nar", gap["nar"], "dit", gap["dit"], False, scale, "mechanism.png"))
-    if "nar_inverted" in variants:
-        rows.append(claims.row(P, "more routing at high noise beats the inverted schedule", f"final {fd_name}, lower is better",
-                               "nar", final["nar"], "nar_inverted", final["nar_inverted"], False, scale, "fd_vs_steps.png"))
-    claims.write_claims(out / "claims.csv", rows)
+    claims.write_claims(out / "claims.csv", nar_claims.claim_rows(summary, scale))
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
