@@ -26,5 +26,5 @@ rule report:
         mem_mb=500,
         runtime=5,
     shell:
-        "{params.cli} report --claims {input.claims} --out {params.out} --reference {params.reference:q}"
+        "{params.cli} report --claims {input.claims} --out {params.out} --reference={params.reference}"
         " --config-hash {params.config_hash} > {log} 2>&1"
