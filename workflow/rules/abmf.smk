@@ -1,7 +1,7 @@
 # abmf: exact penalty for asymmetric Burer-Monteiro factorisation.
 # evaluate (one job per problem, all seeds and gamma ratios) -> figures
 AB = "results/abmf"
-AB_FIGURES = ["asymmetry", "objective_gap"]
+AB_FIGURES = ["asymmetry", "objective_gap", "critical_points", "cost"]
 
 
 rule abmf_evaluate:
@@ -9,7 +9,7 @@ rule abmf_evaluate:
         metrics=f"{AB}/eval/{{variant}}/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("abmf", "seeds", "gamma_ratios", "solver"),
+        args=paper_params("abmf", "seeds", "gamma_ratios", "solver", "search", "objective_tol"),
         wildcards=wildcards_json,
         code=code_stamp("abmf"),
         out=folder_of("output", "metrics"),
@@ -40,7 +40,7 @@ rule abmf_figures:
         claims=f"{AB}/claims.csv",
     params:
         cli=CLI,
-        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol",
+        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", "cost_ratio",
                           run_variants=config["abmf"]["run_variants"]),
         code=code_stamp("abmf"),
         evals=folder_of("input", "metrics", up=2),
