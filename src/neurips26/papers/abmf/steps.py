@@ -60,7 +60,8 @@ def _search(problem, gamma: float, ratio: float, label: str, search: dict, rng: 
     fam = method.family_critical_point(problem, gamma, rng)
     if fam is not None:
         polished = method.stationary_search(problem, gamma, fam.X, fam.Y, max_evals=search["max_evals"])
-        fam = polished if polished is not None and polished.gradient_norm < fam.gradient_norm else fam
+        if polished is not None and polished.gradient_norm < fam.gradient_norm:
+            polished.source, fam = fam.source, polished
         points.append(fam)
     for k in range(search["starts"]):
         scale = search["start_scales"][k % len(search["start_scales"])]
@@ -229,6 +230,9 @@ def figures(params, inputs, out: Path):
                    label="objective tolerance")
         ratio_axis(ax, ratios)
         ax.set_yscale("symlog", linthresh=1e-12)
+        ticks = [-1.0, -1e-3, -1e-6, -1e-9, 0.0, 1e-9, 1e-6, 1e-3]
+        ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+        ax.set_yticks([], minor=True)
         ax.set_ylabel("signed (h(sym XY^T) - h*) / max(1, |h*|)" if i == 0 else "")
         kkt = max(max(s["reference_kkt"].values()) for s in seeds)
         ax.set_title(f"{LABELS.get(p, p)}\nreference: {seeds[0]['reference']}, KKT residual <= {kkt:.1e}", fontsize=9)
@@ -256,8 +260,9 @@ def figures(params, inputs, out: Path):
         if all(np.isfinite(apr)):
             ax.axvline(np.mean(apr), color="#ff7f0e", ls="-", lw=1.2, label="a-priori bound ||A|| ||b|| / 2, mean")
         ax.axhline(params["symmetric_tol"], color="#2ca02c", ls=":", lw=1, label="symmetric tolerance")
-        ratio_axis(ax, [r for r in ratios if r < 1.5 or r >= 2.9])
-        ax.set_xticks([], minor=True)
+        ax.axvline(1.0, color="#888888", ls="--", lw=1, label="gamma* = lambda_max(grad h(W*))/2")
+        ax.set_xscale("log")
+        ax.set_xlabel("gamma / gamma* (log)")
         ax.set_yscale("log")
         ax.set_ylim(1e-17, 10)
         ax.set_ylabel("||X - Y|| / max(1, size) at critical points (log)" if i == 0 else "")
