@@ -86,16 +86,20 @@ def ranking_margins(joint: DiscreteJoint) -> tuple[np.ndarray, np.ndarray]:
 def tsybakov_exponent(joint: DiscreteJoint, quantiles: tuple[float, float] = (0.02, 0.3), points: int = 12) -> dict:
     """alpha in P(0 < |margin| <= t) ~ t^alpha: least-squares slope of log P(|margin| <= t) on log t
     over t between the two quantiles of the margin law (its lower tail, where the condition bites).
-    Also returns the margin mass at 0 (exact ties, which no score can order) and the curve."""
+    Also returns the margin mass at 0 (exact ties, which no score can order) and the curve.
+    alpha is None (a hard margin: the condition holds for every alpha) when the nonzero margins
+    have no lower tail, i.e. the two quantiles coincide up to round-off."""
     gaps, weights = ranking_margins(joint)
     order = np.argsort(gaps)
     gaps, weights = gaps[order], weights[order]
     cdf = np.cumsum(weights) / weights.sum()
-    tied = float(weights[gaps <= 1e-12].sum() / weights.sum())
-    lo = gaps[np.searchsorted(cdf, max(quantiles[0], tied + 1e-12))]
-    hi = gaps[np.searchsorted(cdf, quantiles[1])]
+    tied = float(weights[gaps <= 1e-9 * max(1.0, gaps[-1])].sum() / weights.sum())
+    lo = gaps[np.searchsorted(cdf, tied + max(quantiles[0], 1e-9))]
+    hi = gaps[min(len(gaps) - 1, np.searchsorted(cdf, tied + quantiles[1]))]
+    if hi <= lo * (1 + 1e-6):
+        return {"alpha": None, "hard_margin": float(lo), "tied_mass": tied, "t": [], "mass": []}
     ts = np.geomspace(max(lo, 1e-12), max(hi, 2e-12), points)
     mass = np.array([weights[gaps <= t].sum() / weights.sum() for t in ts]) - tied
     ok = mass > 0
     alpha = float(np.polyfit(np.log(ts[ok]), np.log(mass[ok]), 1)[0]) if ok.sum() >= 3 else float("nan")
-    return {"alpha": alpha, "tied_mass": tied, "t": ts.tolist(), "mass": mass.tolist()}
+    return {"alpha": alpha, "hard_margin": None, "tied_mass": tied, "t": ts.tolist(), "mass": mass.tolist()}
