@@ -44,7 +44,7 @@ def _verdict(summary, start):
 CLAIMS = {
     "sandwich": "D-dimensional inner-product scores",
     "tail": "the InfoNCE fit's PMI error",
-    "exact": "finite-rank PMI (block",
+    "exact": "finite-rank PMI (block joint)",
     "retrieval": "InfoNCE scores retrieve better",
     "width": "moderate-width encoders",
     "rank": "finite-rank Gaussian PMI",
