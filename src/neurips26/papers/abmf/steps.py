@@ -178,6 +178,8 @@ def _cost(seeds: list[dict], ratio: float) -> dict:
 
 
 def figures(params, inputs, out: Path):
+    import matplotlib.ticker
+
     problems, scale = params["run_variants"], params["scale"]
     data = {p: io.read_json(inputs["evals"] / p / "metrics.json") for p in problems}
     figdir = out / "figures"
@@ -235,7 +237,7 @@ def figures(params, inputs, out: Path):
         ax.set_yticks([], minor=True)
         ax.set_ylabel("signed (h(sym XY^T) - h*) / max(1, |h*|)" if i == 0 else "")
         kkt = max(max(s["reference_kkt"].values()) for s in seeds)
-        ax.set_title(f"{LABELS.get(p, p)}\nreference: {seeds[0]['reference']}, KKT residual <= {kkt:.1e}", fontsize=9)
+        ax.set_title(f"{LABELS.get(p, p)}\nreference: {seeds[0]['reference']}, KKT residual <= {kkt:.1e}", fontsize=8)
         ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(f"abmf: objective gap to the convex optimum ({scale} scale)")
     plotting.save(fig, figdir / "objective_gap.png")
@@ -263,6 +265,8 @@ def figures(params, inputs, out: Path):
         ax.axvline(1.0, color="#888888", ls="--", lw=1, label="gamma* = lambda_max(grad h(W*))/2")
         ax.set_xscale("log")
         ax.set_xlabel("gamma / gamma* (log)")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_yscale("log")
         ax.set_ylim(1e-17, 10)
         ax.set_ylabel("||X - Y|| / max(1, size) at critical points (log)" if i == 0 else "")

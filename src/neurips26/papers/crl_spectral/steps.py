@@ -368,7 +368,7 @@ def figures(params, inputs, out: Path):
                       label=f"reference slope (1+a)/(2+a) = {ref:.2f}, {name} ({text}), not a bound")
     ax.set_xlabel("excess InfoNCE risk E_x KL(p(.|x) || q_s(.|x)) (nats)")
     ax.set_ylabel(f"excess retrieval error ({params['discrete']['candidates']} candidates)")
-    ax.set_title("risk-to-retrieval calibration (discrete, exact), controlled perturbations")
+    ax.set_title("calibration: perturbations of the optimum (discrete, exact)", fontsize=9)
     ax.legend(fontsize=6)
     plotting.save(fig, figdir / "calibration.png")
 
