@@ -7,6 +7,7 @@ AB_FIGURES = ["asymmetry", "objective_gap", "critical_points", "cost"]
 rule abmf_evaluate:
     output:
         metrics=f"{AB}/eval/{{variant}}/metrics.json",
+        timing=f"{AB}/eval/{{variant}}/timing.json",
     params:
         cli=CLI,
         args=paper_params("abmf", "seeds", "gamma_ratios", "solver", "search", "objective_tol"),
@@ -31,6 +32,7 @@ rule abmf_evaluate:
 rule abmf_figures:
     input:
         metrics=expand(f"{AB}/eval/{{variant}}/metrics.json", variant=config["abmf"]["run_variants"]),
+        timing=expand(f"{AB}/eval/{{variant}}/timing.json", variant=config["abmf"]["run_variants"]),
     output:
         figures=[
             report(f"{AB}/figures/{name}.png", caption=f"../report/abmf_{name}.rst", category="abmf")
