@@ -13,7 +13,14 @@ def _summary(asymmetry_by_ratio, gap_by_ratio=None, sbmf_gap=1e-12, diverged_bel
                "asymmetry": [list(asymmetry_by_ratio) for _ in range(seeds)],
                "diverged": [[diverged_below and r < 1 for r in RATIOS] for _ in range(seeds)],
                "objective_gap": [list(gap_by_ratio) for _ in range(seeds)],
-               "sbmf_gap": [sbmf_gap] * seeds}
+               "sbmf_gap": [sbmf_gap] * seeds,
+               "critical": [[{"ratio": 1.1, "asymmetry": 1e-15, "gradient_norm": 1e-15, "size": 2.0},
+                             {"ratio": 3.0, "asymmetry": 0.0, "gradient_norm": 1e-15, "size": 2.0},
+                             {"ratio": 11.0, "asymmetry": 0.0, "gradient_norm": 1e-15, "size": 2.0},
+                             {"ratio": 0.9, "asymmetry": 1.5, "gradient_norm": 1e-15, "size": 2.0}]
+                            for _ in range(seeds)],
+               "zero_ratio": [2.0] * seeds, "apriori_ratio": [10.0] * seeds, "kkt": [1e-10] * seeds,
+               "abmf_seconds": [0.1, 0.12, 0.11][:seeds], "sbmf_seconds": [0.5, 0.6, 0.55][:seeds]}
     return {"symmetric_tol": 1e-4, "objective_tol": 1e-6, "problems": {"toy": problem}}
 
 
@@ -24,39 +31,44 @@ def _verdicts(summary):
     return [r["reproduced"] for r in claim_rows(summary, "test")]
 
 
+# row order per problem
+SOLVER_SYM, OBJECTIVE, CRIT_STAR, CRIT_MAX, CRIT_APRIORI, KKT, COST, THRESHOLD = range(8)
+
+
 def test_all_rows_hold_when_symmetric_above_and_asymmetric_below():
-    assert _verdicts(_summary(HOLDS)) == ["pass", "pass", "yes"]
+    expected = ["pass", "pass", "pass", "pass", "pass", "pass", "yes", "yes"]
+    assert _verdicts(_summary(HOLDS)) == expected
     # diverged runs below the threshold count as asymmetric
-    assert _verdicts(_summary(HOLDS, diverged_below=True)) == ["pass", "pass", "yes"]
+    assert _verdicts(_summary(HOLDS, diverged_below=True)) == expected
 
 
 def test_symmetry_check_fails_on_an_asymmetric_run_above_the_threshold():
     summary = _summary(HOLDS)
     summary["problems"]["toy"]["asymmetry"][1][4] = 1e-3  # one seed at 1.5 gamma*
     verdicts = _verdicts(summary)
-    assert verdicts[0] == "fail"
+    assert verdicts[SOLVER_SYM] == "fail"
     # the asymmetric run sits at 1.5: the empirical threshold lies in [1.5, 3], outside the band
-    assert verdicts[2] == "no"
+    assert verdicts[THRESHOLD] == "no"
 
 
 def test_a_diverged_run_above_the_threshold_fails_both_checks():
     summary = _summary(HOLDS)
     summary["problems"]["toy"]["diverged"][0][5] = True
-    assert _verdicts(summary)[:2] == ["fail", "fail"]
+    assert _verdicts(summary)[SOLVER_SYM] == "fail" and _verdicts(summary)[OBJECTIVE] == "fail"
 
 
 def test_objective_check_fails_on_a_gap_above_tolerance_for_abmf_or_sbmf():
     gaps = [(-0.1 if r < 1 else 1e-14) for r in RATIOS]
     gaps[3] = 1e-4
-    assert _verdicts(_summary(HOLDS, gap_by_ratio=gaps))[1] == "fail"
-    assert _verdicts(_summary(HOLDS, sbmf_gap=-1e-3))[1] == "fail"
+    assert _verdicts(_summary(HOLDS, gap_by_ratio=gaps))[OBJECTIVE] == "fail"
+    assert _verdicts(_summary(HOLDS, sbmf_gap=-1e-3))[OBJECTIVE] == "fail"
 
 
 def test_threshold_target_says_no_when_symmetry_starts_far_below_gamma_star():
     # symmetric from 0.3 gamma* on: the derived threshold is not where exactness starts
-    assert _verdicts(_summary([1e-8] * len(RATIOS)))[2] == "no"
+    assert _verdicts(_summary([1e-8] * len(RATIOS)))[THRESHOLD] == "no"
     # symmetric already at 0.7: bracket [0.3, 0.7] lies below the band
-    assert _verdicts(_summary([0.6, 1e-8, 1e-8, 1e-8, 1e-8, 1e-8]))[2] == "no"
+    assert _verdicts(_summary([0.6, 1e-8, 1e-8, 1e-8, 1e-8, 1e-8]))[THRESHOLD] == "no"
 
 
 def test_threshold_target_is_inconclusive_when_the_grid_is_too_coarse():
@@ -66,4 +78,46 @@ def test_threshold_target_is_inconclusive_when_the_grid_is_too_coarse():
     for key in ("asymmetry", "diverged", "objective_gap"):
         problem[key] = [[row[i] for i in keep] for row in problem[key]]
     problem["ratios"] = [RATIOS[i] for i in keep]
-    assert _verdicts(summary)[2] == "inconclusive"
+    assert _verdicts(summary)[THRESHOLD] == "inconclusive"
+
+
+def _with_point(ratio, asymmetry=1.2, gradient_norm=1e-15):
+    summary = _summary(HOLDS)
+    summary["problems"]["toy"]["critical"][1].append(
+        {"ratio": ratio, "asymmetry": asymmetry, "gradient_norm": gradient_norm, "size": 2.0})
+    return _verdicts(summary)
+
+
+def test_critical_point_checks_fail_on_an_asymmetric_critical_point_above_each_threshold():
+    # above gamma* but below gamma_0 = 2 gamma*: only the gamma* reading fails
+    v = _with_point(1.5)
+    assert (v[CRIT_STAR], v[CRIT_MAX], v[CRIT_APRIORI]) == ("fail", "pass", "pass")
+    # above max(gamma*, gamma_0) too
+    v = _with_point(3.0)
+    assert (v[CRIT_STAR], v[CRIT_MAX], v[CRIT_APRIORI]) == ("fail", "fail", "pass")
+    # above the a-priori bound: the bound itself is contradicted
+    assert _with_point(11.0)[CRIT_APRIORI] == "fail"
+    # a point whose gradient is not small is no critical point and does not count
+    assert _with_point(11.0, gradient_norm=1e-3)[CRIT_APRIORI] == "pass"
+
+
+def test_critical_point_checks_are_untested_without_points_or_without_the_bound():
+    summary = _summary(HOLDS)
+    summary["problems"]["toy"]["critical"] = [[] for _ in range(3)]
+    v = _verdicts(summary)
+    assert (v[CRIT_STAR], v[CRIT_MAX], v[CRIT_APRIORI]) == ("untested",) * 3
+    summary = _summary(HOLDS)
+    summary["problems"]["toy"]["apriori_ratio"] = [float("inf")] * 3
+    assert _verdicts(summary)[CRIT_APRIORI] == "untested"
+
+
+def test_kkt_check_and_cost_comparison_can_fail():
+    summary = _summary(HOLDS)
+    summary["problems"]["toy"]["kkt"][2] = 1e-3
+    assert _verdicts(summary)[KKT] == "fail"
+    summary = _summary(HOLDS)
+    p = summary["problems"]["toy"]
+    p["abmf_seconds"], p["sbmf_seconds"] = p["sbmf_seconds"], p["abmf_seconds"]
+    assert _verdicts(summary)[COST] == "no"
+    p["abmf_seconds"] = [None, 0.1, 0.1]
+    assert _verdicts(summary)[COST] == "untested"

@@ -163,3 +163,44 @@ def test_neural_encoders_fit_gaussian_pmi(tmp_path):
 def test_check_config_names_the_key():
     assert any(p.startswith("discrete.dims") for p in check_config({"discrete": {"states": 8, "dims": [1, 16]}}))
     assert check_config({"discrete": {"states": 8, "dims": [1, 4]}, "continuous": {}}) == []
+
+
+def test_ranking_margins_match_a_brute_force_loop():
+    from neurips26.papers.crl_spectral.retrieval import ranking_margins
+
+    j = joint("gaussian", n=7)
+    gaps, weights = ranking_margins(j)
+    pmi = j.pmi()
+    for t in (0.01, 0.1, 0.5, 2.0):
+        brute = sum(j.joint[x, a] * j.py[b] for x in range(7) for a in range(7) for b in range(7)
+                    if a != b and abs(pmi[x, a] - pmi[x, b]) <= t)
+        assert weights[gaps <= t].sum() == pytest.approx(brute, rel=1e-12, abs=1e-15)
+    assert weights.sum() == pytest.approx(1 - sum(j.joint[x, a] * j.py[a] for x in range(7) for a in range(7)))
+
+
+def test_tsybakov_exponent_of_a_uniform_margin_law_is_one():
+    from neurips26.papers.crl_spectral import retrieval
+
+    # margins uniform on (0, 1): P(|margin| <= t) = t, alpha = 1
+    rng = np.random.default_rng(3)
+    gaps = rng.uniform(0, 1, 200000)
+    original = retrieval.ranking_margins
+    retrieval.ranking_margins = lambda joint: (gaps, np.ones_like(gaps))
+    try:
+        result = retrieval.tsybakov_exponent(None)
+    finally:
+        retrieval.ranking_margins = original
+    assert result["alpha"] == pytest.approx(1.0, abs=0.05) and result["tied_mass"] == 0.0
+
+
+def test_perturbations_of_the_optimum_give_quadratic_excess_risk():
+    # KL is quadratic at its minimum: excess risk of PMI + t Delta scales as t^2 for small t
+    from neurips26.papers.crl_spectral.steps import _perturbations
+
+    j = joint("laplace", n=10)
+    d = {"data_seed": 1, "candidates": 4, "perturbations": {"directions": 1, "smallest": 1e-4, "largest": 1e-2, "steps": 5}}
+    points = _perturbations(j, d, 0, 0, retrieval_error(j, j.pmi(), 4))
+    t = np.array([p["t"] for p in points])
+    risk = np.array([p["excess_risk_xy"] for p in points])
+    assert np.polyfit(np.log(t), np.log(risk), 1)[0] == pytest.approx(2.0, abs=0.02)
+    assert all(p["retrieval_excess"] >= -1e-12 for p in points)  # PMI is the Bayes ranking

@@ -1,15 +1,16 @@
 # abmf: exact penalty for asymmetric Burer-Monteiro factorisation.
 # evaluate (one job per problem, all seeds and gamma ratios) -> figures
 AB = "results/abmf"
-AB_FIGURES = ["asymmetry", "objective_gap"]
+AB_FIGURES = ["asymmetry", "objective_gap", "critical_points", "cost"]
 
 
 rule abmf_evaluate:
     output:
         metrics=f"{AB}/eval/{{variant}}/metrics.json",
+        timing=f"{AB}/eval/{{variant}}/timing.json",
     params:
         cli=CLI,
-        args=paper_params("abmf", "seeds", "gamma_ratios", "solver"),
+        args=paper_params("abmf", "seeds", "gamma_ratios", "solver", "search", "objective_tol"),
         wildcards=wildcards_json,
         code=code_stamp("abmf"),
         out=folder_of("output", "metrics"),
@@ -31,6 +32,7 @@ rule abmf_evaluate:
 rule abmf_figures:
     input:
         metrics=expand(f"{AB}/eval/{{variant}}/metrics.json", variant=config["abmf"]["run_variants"]),
+        timing=expand(f"{AB}/eval/{{variant}}/timing.json", variant=config["abmf"]["run_variants"]),
     output:
         figures=[
             report(f"{AB}/figures/{name}.png", caption=f"../report/abmf_{name}.rst", category="abmf")
@@ -40,7 +42,7 @@ rule abmf_figures:
         claims=f"{AB}/claims.csv",
     params:
         cli=CLI,
-        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol",
+        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", "cost_ratio",
                           run_variants=config["abmf"]["run_variants"]),
         code=code_stamp("abmf"),
         evals=folder_of("input", "metrics", up=2),

@@ -1,7 +1,7 @@
 # crl_spectral: contrastive learning as spectral approximation of PMI.
 # train (one job per seed: discrete tables + neural encoders) -> evaluate -> figures
 CS = "results/crl_spectral"
-CS_FIGURES = ["spectrum", "error_vs_dim", "neural", "calibration"]
+CS_FIGURES = ["spectrum", "error_vs_dim", "tail_ratio", "neural", "calibration"]
 
 
 rule crl_spectral_train:

@@ -211,3 +211,181 @@ def solve_sbmf(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = 50
     res = scipy.optimize.minimize(fun, X0.reshape(-1), jac=True, method="L-BFGS-B",
                                   options={"maxiter": max_iters, "ftol": tol, "gtol": 1e-10, "maxcor": 30})
     return res.x.reshape(n, r)
+
+
+# ---------------------------------------------------------------- thresholds without the optimum
+def zero_threshold(problem: QuadraticPSDProblem) -> float:
+    """gamma_0 = lambda_max(grad h(0)) / 2. Below it, (u e1^T, -u e1^T) with u a nonzero critical
+    point of g(u) = h(-u u^T) + 2 gamma ||u||^2 is an asymmetric critical point of F_gamma (g falls
+    from 0 along the top eigenvector of grad h(0)); above it no such u exists, since
+    u^T grad h(-u u^T) u = u^T grad h(0) u - ||A(u u^T)||^2 <= lambda_max(grad h(0)) ||u||^2."""
+    return 0.5 * max(0.0, float(np.linalg.eigvalsh(problem.gradient(np.zeros((problem.n, problem.n))))[-1]))
+
+
+def apriori_threshold(problem: QuadraticPSDProblem) -> float:
+    """Explicit bound from the data alone (no convex optimum), for h without a linear term (C = 0).
+
+    At a critical point of F_gamma, G S = 0 and G D = 2 gamma D (S = (X + Y)/2, D = X - Y), with
+    W = sym(X Y^T) = S S^T - D D^T / 4, so <G, W> = -gamma ||D||^2 / 2 <= 0. With G = A^*(A W - b)
+    this reads ||A W||^2 <= <b, A W>, hence ||A W - b||^2 <= ||b||^2 - ||A W||^2 <= ||b||^2, and
+    lambda_max(G) <= ||A^*||_{2->op} ||b|| <= ||A||_2 ||b||. D != 0 needs 2 gamma <= lambda_max(G),
+    so every critical point with gamma > ||A||_2 ||b|| / 2 is symmetric. inf when C != 0 (the
+    argument needs a bound on <C, W>, which the penalised MaxCut objective does not give)."""
+    if np.any(problem.linear != 0):
+        return float("inf")
+    return 0.5 * float(np.sqrt(problem.lipschitz()) * np.linalg.norm(problem.target))
+
+
+def kkt_residuals(problem: QuadraticPSDProblem, W: np.ndarray) -> dict:
+    """Optimality of W for min_{W PSD} h: W PSD, grad h(W) PSD, <W, grad h(W)> = 0; each as a
+    violation relative to max(1, ||grad h(W)||_F, ||W||_F)."""
+    G = problem.gradient(W)
+    scale = max(1.0, float(np.linalg.norm(G)), float(np.linalg.norm(W)))
+    return {"primal": max(0.0, -float(np.linalg.eigvalsh(sym(W))[0])) / scale,
+            "dual": max(0.0, -float(np.linalg.eigvalsh(G)[0])) / scale,
+            "complementarity": abs(float(np.sum(W * G))) / scale ** 2}
+
+
+# ---------------------------------------------------------------- critical-point search
+def abmf_hvp(problem: QuadraticPSDProblem, X: np.ndarray, Y: np.ndarray, gamma: float,
+             U: np.ndarray, V: np.ndarray):
+    """Directional derivative of (grad_X F, grad_Y F) along (U, V): the Hessian of F_gamma applied
+    to (U, V) (exact; h is quadratic, so grad h is affine)."""
+    G = problem.gradient(sym(X @ Y.T))
+    zero = problem.gradient(np.zeros_like(G))
+    dG = problem.gradient(sym(U @ Y.T + X @ V.T)) - zero
+    return dG @ Y + G @ V + gamma * (U - V), dG @ X + G @ U - gamma * (U - V)
+
+
+@dataclass
+class CriticalPoint:
+    X: np.ndarray
+    Y: np.ndarray
+    gradient_norm: float
+    asymmetry: float
+    source: str
+
+
+def critical_asymmetry(X: np.ndarray, Y: np.ndarray) -> float:
+    """||X - Y|| / max(1, (||X|| + ||Y||)/2): relative for large factors, absolute near 0, so a
+    point next to the symmetric critical point (0, 0) does not count as asymmetric."""
+    return float(np.linalg.norm(X - Y) / max(1.0, 0.5 * (np.linalg.norm(X) + np.linalg.norm(Y))))
+
+
+def _point(problem, X, Y, gamma, source) -> CriticalPoint:
+    gx, gy = abmf_gradients(problem, X, Y, gamma)
+    return CriticalPoint(X, Y, float(np.sqrt(np.sum(gx ** 2) + np.sum(gy ** 2))), critical_asymmetry(X, Y), source)
+
+
+def family_critical_point(problem: QuadraticPSDProblem, gamma: float, rng: np.random.Generator,
+                          starts: int = 4) -> CriticalPoint | None:
+    """The family (X, Y) = (u e1^T, -u e1^T): F_gamma there is g(u) = h(-u u^T) + 2 gamma ||u||^2,
+    and grad g(u) = 0 exactly when (X, Y) is critical. Minimises g by L-BFGS from `starts` random
+    u and returns the lowest nonzero one (None when every start falls back to u = 0)."""
+    n, r = problem.n, problem.rank
+
+    def fun(u):
+        G = problem.gradient(-np.outer(u, u))
+        return problem.value(-np.outer(u, u)) + 2 * gamma * u @ u, -2 * G @ u + 4 * gamma * u
+
+    best = None
+    for _ in range(starts):
+        res = scipy.optimize.minimize(fun, rng.standard_normal(n), jac=True, method="L-BFGS-B",
+                                      options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-12})
+        u = res.x
+        if np.linalg.norm(u) < 1e-6 or not np.isfinite(res.fun):
+            continue
+        if best is None or res.fun < best[0]:
+            best = (res.fun, u)
+    if best is None:
+        return None
+    X = np.zeros((n, r))
+    X[:, 0] = best[1]
+    return _point(problem, X, -X, gamma, "family (u e1^T, -u e1^T)")
+
+
+def abmf_hessian(problem: QuadraticPSDProblem, X: np.ndarray, Y: np.ndarray, gamma: float) -> np.ndarray:
+    """The Hessian of F_gamma at (X, Y) as a (2nr, 2nr) matrix over z = (vec X, vec Y) (row-major),
+    column k = `abmf_hvp` along the k-th basis direction, built in one batch."""
+    n, r = X.shape
+    G = problem.gradient(sym(X @ Y.T))
+    rows, cols = np.arange(n)[:, None], np.arange(r)[None, :]
+    dW = np.zeros((2, n, r, n, n))
+    dW[0, rows, cols, rows, :] = Y.T[None, :, :]     # U = e_a e_l^T: U Y^T = e_a y_l^T
+    dW[1, rows, cols, :, rows] = X.T[None, :, :]     # V = e_a e_l^T: X V^T = x_l e_a^T
+    dW = dW.reshape(2 * n * r, n, n)
+    dW = 0.5 * (dW + dW.transpose(0, 2, 1))
+    if problem.design is None:
+        dG = dW
+    else:
+        flat = (dW.reshape(len(dW), -1) @ problem.design.T) @ problem.design
+        dG = flat.reshape(dW.shape)
+        dG = 0.5 * (dG + dG.transpose(0, 2, 1))
+    size = n * r
+    top = (dG @ Y).reshape(2 * size, size).T            # d(grad_X F) along each direction
+    bottom = (dG @ X).reshape(2 * size, size).T         # d(grad_Y F)
+    GI = np.kron(G, np.eye(r))
+    I = np.eye(size)
+    top[:, :size] += gamma * I
+    top[:, size:] += GI - gamma * I
+    bottom[:, :size] += GI - gamma * I
+    bottom[:, size:] += gamma * I
+    return np.vstack([top, bottom])
+
+
+def stationary_search(problem: QuadraticPSDProblem, gamma: float, X0: np.ndarray, Y0: np.ndarray,
+                      max_evals: int = 200, blowup: float = 1e3) -> CriticalPoint | None:
+    """A critical point near (X0, Y0): least squares on the residual grad F_gamma(X, Y) with its
+    exact Jacobian (the Hessian of F), i.e. Levenberg-Marquardt on ||grad F||^2 / 2. Finds saddles
+    and maxima as well as minima. None when it leaves the ball of radius `blowup`."""
+    n, r = X0.shape
+    size = n * r
+
+    def split(z):
+        return z[:size].reshape(n, r), z[size:].reshape(n, r)
+
+    def grad(z):
+        gx, gy = abmf_gradients(problem, *split(z), gamma)
+        return np.concatenate([gx.reshape(-1), gy.reshape(-1)])
+
+    def jac(z):
+        return abmf_hessian(problem, *split(z), gamma)
+
+    z0 = np.concatenate([X0.reshape(-1), Y0.reshape(-1)])
+    z = scipy.optimize.least_squares(grad, z0, jac=jac, method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                                     max_nfev=max_evals).x
+    if not np.all(np.isfinite(z)) or np.linalg.norm(z) > blowup:
+        return None
+    return _point(problem, *split(z), gamma, "min ||grad F||^2")
+
+
+# ---------------------------------------------------------------- cost to a common accuracy
+def sbmf_trace(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = 5000, tol: float = 1e-12):
+    """solve_sbmf with the objective and wall time after every L-BFGS iteration."""
+    import time
+
+    n, r = X0.shape
+    values, times = [], []
+    start = time.perf_counter()
+
+    def fun(x):
+        X = x.reshape(n, r)
+        W = X @ X.T
+        return problem.value(W), (2.0 * problem.gradient(W) @ X).reshape(-1)
+
+    def callback(x):
+        times.append(time.perf_counter() - start)
+        X = x.reshape(n, r)
+        values.append(problem.value(X @ X.T))
+
+    res = scipy.optimize.minimize(fun, X0.reshape(-1), jac=True, method="L-BFGS-B", callback=callback,
+                                  options={"maxiter": max_iters, "ftol": tol, "gtol": 1e-10, "maxcor": 30})
+    return res.x.reshape(n, r), values, times
+
+
+def first_within(values: list[float], target: float, tol: float, scale: float) -> int | None:
+    """Index of the first value with |value - target| / scale <= tol (None if never)."""
+    for i, v in enumerate(values):
+        if abs(v - target) / scale <= tol:
+            return i
+    return None

@@ -70,3 +70,36 @@ def retrieval_error_bruteforce(joint: DiscreteJoint, score: np.ndarray, candidat
                 ties = np.isclose(scores, best, rtol=0, atol=1e-9)
                 win += prob * (ties[0] / ties.sum())
     return float(1.0 - win)
+
+
+def ranking_margins(joint: DiscreteJoint) -> tuple[np.ndarray, np.ndarray]:
+    """The Bayes ranking's margins |PMI(x, y+) - PMI(x, y-)| over x ~ p_X, y+ ~ p(.|x), y- ~ p_Y,
+    with their probabilities (pairs with y+ = y- left out): the law behind the density-ratio
+    Tsybakov noise condition P(|margin| <= t) <= C t^alpha."""
+    pmi = joint.pmi()
+    gaps = np.abs(pmi[:, :, None] - pmi[:, None, :])                     # [x, y+, y-]
+    weights = joint.joint[:, :, None] * joint.py[None, None, :]
+    keep = ~np.eye(joint.n[1], dtype=bool)[None, :, :].repeat(joint.n[0], 0)
+    return gaps[keep], weights[keep]
+
+
+def tsybakov_exponent(joint: DiscreteJoint, quantiles: tuple[float, float] = (0.02, 0.3), points: int = 12) -> dict:
+    """alpha in P(0 < |margin| <= t) ~ t^alpha: least-squares slope of log P(|margin| <= t) on log t
+    over t between the two quantiles of the margin law (its lower tail, where the condition bites).
+    Also returns the margin mass at 0 (exact ties, which no score can order) and the curve.
+    alpha is None (a hard margin: the condition holds for every alpha) when the nonzero margins
+    have no lower tail, i.e. the two quantiles coincide up to round-off."""
+    gaps, weights = ranking_margins(joint)
+    order = np.argsort(gaps)
+    gaps, weights = gaps[order], weights[order]
+    cdf = np.cumsum(weights) / weights.sum()
+    tied = float(weights[gaps <= 1e-9 * max(1.0, gaps[-1])].sum() / weights.sum())
+    lo = gaps[np.searchsorted(cdf, tied + max(quantiles[0], 1e-9))]
+    hi = gaps[min(len(gaps) - 1, np.searchsorted(cdf, tied + quantiles[1]))]
+    if hi <= lo * (1 + 1e-6):
+        return {"alpha": None, "hard_margin": float(lo), "tied_mass": tied, "t": [], "mass": []}
+    ts = np.geomspace(max(lo, 1e-12), max(hi, 2e-12), points)
+    mass = np.array([weights[gaps <= t].sum() / weights.sum() for t in ts]) - tied
+    ok = mass > 0
+    alpha = float(np.polyfit(np.log(ts[ok]), np.log(mass[ok]), 1)[0]) if ok.sum() >= 3 else float("nan")
+    return {"alpha": alpha, "hard_margin": None, "tied_mass": tied, "t": ts.tolist(), "mass": mass.tolist()}

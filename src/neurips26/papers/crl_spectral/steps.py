@@ -17,9 +17,9 @@ import numpy as np
 from neurips26.core import claims, io, plotting, tracking
 
 from . import pmi as P
-from .claims import claim_rows
+from .claims import TAIL_CONSTANT_MAX, claim_rows
 from .method import fit_tables, log_score, spectral_closed_form
-from .retrieval import infonce_excess_risk, retrieval_error
+from .retrieval import infonce_excess_risk, retrieval_error, tsybakov_exponent
 
 PAPER = "crl_spectral"
 
@@ -46,7 +46,7 @@ def _measure(joint: P.DiscreteJoint, pmi_estimate: np.ndarray, ranking: np.ndarr
 
 def _train_discrete(d: dict, seed: int) -> dict:
     out = {}
-    for kernel in d["kernels"]:
+    for kernel_index, kernel in enumerate(d["kernels"]):
         name = _kernel_name(kernel)
         joint = _discrete_joint(d, kernel)
         pmi = joint.pmi()
@@ -63,16 +63,21 @@ def _train_discrete(d: dict, seed: int) -> dict:
             fit_seed = 1000 * seed + i
             info = fit_tables(joint, dim, "infonce", d["iterations"], fit_seed, d["init_scale"], trace=True)
             res["methods"]["infonce"].append(_measure(joint, info.scores, info.scores, d["candidates"], bayes))
-            for step, scores in zip(info.trace_steps, info.trace_scores):
-                res["calibration"].append({"dim": dim, "iteration": step,
-                                           "excess_risk_xy": infonce_excess_risk(joint, scores, "xy"),
-                                           "retrieval_excess": retrieval_error(joint, scores, d["candidates"]) - bayes})
+            # the error one doubling chunk earlier: its change bounds the optimisation error left
+            half = info.trace_scores[-2] if len(info.trace_scores) > 1 else info.trace_scores[-1]
+            res["methods"]["infonce"][-1]["error_earlier"] = joint.error_mod_constant(half)
+            res["methods"]["infonce"][-1]["iterations_earlier"] = (info.trace_steps[-2] if len(info.trace_steps) > 1
+                                                                   else info.trace_steps[-1])
             spec = fit_tables(joint, dim, "spectral", d["iterations"], fit_seed, d["init_scale"])
             # the spectral loss targets the density ratio: its PMI estimate is the log of the score
             res["methods"]["spectral"].append(_measure(joint, log_score(spec.scores, d["spectral_floor"]), spec.scores,
                                                        d["candidates"], bayes))
             closed = spectral_closed_form(joint, dim)
-            res["spectral_gap_to_closed_form"].append(joint.l2(spec.scores - closed) / joint.l2(closed))
+            # the spectral loss is ||s - R||^2 - ||R||^2 (R the density ratio): its excess over the
+            # rank-D optimum, relative to ||R||^2 (the closed form is not unique at tied singular values)
+            ratio = joint.density_ratio()
+            res["spectral_gap_to_closed_form"].append(
+                (joint.l2(spec.scores - ratio) ** 2 - joint.l2(closed - ratio) ** 2) / joint.l2(ratio) ** 2)
             svd = P.truncated_svd(joint, joint.centred(pmi), dim)
             res["methods"]["truncated_svd"].append(_measure(joint, svd, svd, d["candidates"], bayes))
             tracking.active().log_metrics({f"{name}/infonce_error": res["methods"]["infonce"][-1]["error"],
@@ -80,8 +85,30 @@ def _train_discrete(d: dict, seed: int) -> dict:
             print(f"{name} D={dim}: tail {res['tail'][i]:.4f}  infonce {res['methods']['infonce'][-1]['error']:.4f}"
                   f"  spectral {res['methods']['spectral'][-1]['error']:.4f}"
                   f"  tsvd {res['methods']['truncated_svd'][-1]['error']:.4f}", flush=True)
+        res["calibration"] = _perturbations(joint, d, seed, kernel_index, bayes)
+        res["tsybakov"] = tsybakov_exponent(joint)
         out[name] = res
     return out
+
+
+def _perturbations(joint: P.DiscreteJoint, d: dict, seed: int, kernel_index: int, bayes: float) -> list[dict]:
+    """Controlled perturbations of the optimum: s = PMI + t ||PMI|| Delta with Delta a random
+    centred table of unit L2(p_X x p_Y) norm (one per direction and seed), for t on a geometric
+    grid; excess InfoNCE risk and exact excess retrieval error of each."""
+    rng = np.random.default_rng([d["data_seed"], seed, kernel_index])
+    pmi = joint.pmi()
+    norm = joint.l2(joint.centred(pmi))
+    pert = d["perturbations"]
+    points = []
+    for k in range(pert["directions"]):
+        delta = joint.centred(rng.standard_normal(joint.n))
+        delta = delta / joint.l2(delta)
+        for t in np.geomspace(pert["smallest"], pert["largest"], pert["steps"]):
+            scores = pmi + t * norm * delta
+            points.append({"direction": k, "t": float(t),
+                           "excess_risk_xy": infonce_excess_risk(joint, scores, "xy"),
+                           "retrieval_excess": retrieval_error(joint, scores, d["candidates"]) - bayes})
+    return points
 
 
 def _retrieval_mc(scores: np.ndarray, candidates: int, rng: np.random.Generator) -> float:
@@ -187,11 +214,16 @@ def evaluate(params, inputs, out: Path):
             entry[method]["tail_ratio"] = [tail_ratio(e, first["tail"], first["norm"], cal["min_tail"])
                                            for e in errors_by_seed]
         entry["spectral_gap_to_closed_form"] = [max(r["discrete"][name]["spectral_gap_to_closed_form"]) for r in runs]
+        entry["infonce"]["error_earlier"] = [[r["discrete"][name]["methods"]["infonce"][i]["error_earlier"] for r in runs]
+                                             for i in range(len(first["dims"]))]
+        entry["iterations_earlier"] = first["methods"]["infonce"][-1]["iterations_earlier"]
+        entry["tsybakov"] = first["tsybakov"]
         metrics["discrete"][name] = entry
     points = {s: [p for name in kernels for p in r["discrete"][name]["calibration"]] for s, r in zip(params["seeds"], runs)}
     metrics["calibration"] = {
         "exponent": [calibration_exponent(points[s], cal["max_excess_risk"]) for s in params["seeds"]],
         "slow_rate_exponent": cal["slow_rate_exponent"],
+        "tsybakov_alpha": {name: runs[0]["discrete"][name]["tsybakov"]["alpha"] for name in kernels},
         "points": {str(s): [[p["excess_risk_xy"], p["retrieval_excess"]] for p in pts] for s, pts in points.items()},
     }
     cont = runs[0]["continuous"]
@@ -293,25 +325,51 @@ def figures(params, inputs, out: Path):
     ax.legend()
     plotting.save(fig, figdir / "neural.png")
 
-    # calibration: excess retrieval error against excess InfoNCE risk
+    # per-D ratio error_D / tail_D of the InfoNCE tables, final and one doubling earlier
+    fig, axes = plotting.figure(ncols=len(kernels))
+    for ax, name in zip(axes[0], kernels):
+        e = m["discrete"][name]
+        ok = [i for i, t in enumerate(e["tail"]) if t > params["calibration"]["min_tail"] * e["norm"]]
+        dims = [e["dims"][i] for i in ok]
+        final = [[e["infonce"]["error"][i][s] / e["tail"][i] for i in ok] for s in range(n_seeds)]
+        early = [[e["infonce"]["error_earlier"][i][s] / e["tail"][i] for i in ok] for s in range(n_seeds)]
+        plotting.mean_band(ax, dims, final, f"InfoNCE, {params['discrete']['iterations']} L-BFGS iterations",
+                           COLOURS["infonce"])
+        ax.plot(dims, np.mean(early, 0), "k:", marker=".", label=f"same, after {e['iterations_earlier']} iterations")
+        ax.axhline(TAIL_CONSTANT_MAX, color="#888888", ls="--", label=f"C = {TAIL_CONSTANT_MAX:g} (fixed before the run)")
+        ax.axhline(1.0, color="#bbbbbb", ls="-", lw=0.8, label="1 (truncated SVD)")
+        ax.set_xlabel("encoder dimension D")
+        ax.set_ylabel("error_D / tail_D")
+        ax.set_ylim(0, TAIL_CONSTANT_MAX * 1.2)
+        ax.set_title(f"{name}: ratio per D")
+        ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "tail_ratio.png")
+
+    # calibration: excess retrieval error against excess InfoNCE risk, perturbations of the optimum
     fig, axes = plotting.figure()
     ax = axes[0, 0]
     cal = m["calibration"]
     for s, pts in cal["points"].items():
         arr = np.array([p for p in pts if p[0] > 1e-10 and p[1] > 1e-10])
         if len(arr):
-            ax.loglog(arr[:, 0], arr[:, 1], ".", alpha=0.6, label=f"seed {s}: InfoNCE iterates (all kernels, D)")
+            ax.loglog(arr[:, 0], arr[:, 1], ".", alpha=0.6, label=f"seed {s}: PMI + t Delta (all joints)")
     exps = [e for e in cal["exponent"] if not np.isnan(e)]
     if exps:
         xs = np.geomspace(1e-6, params["calibration"]["max_excess_risk"], 20)
         allp = np.array([p for pts in cal["points"].values() for p in pts if p[0] > 1e-10 and p[1] > 1e-10])
         anchor = np.exp(np.median(np.log(allp[:, 1]) - np.mean(exps) * np.log(allp[:, 0])))
         ax.loglog(xs, anchor * xs ** np.mean(exps), "k-", label=f"fitted exponent {np.mean(exps):.2f}")
-        ax.loglog(xs, anchor * xs ** cal["slow_rate_exponent"], "k:", label=f"slow rate, exponent {cal['slow_rate_exponent']}")
+        ax.loglog(xs, anchor * xs ** cal["slow_rate_exponent"], "k:",
+                  label=f"reference slope {cal['slow_rate_exponent']} (slow rate), not a bound")
+        for name, alpha in cal["tsybakov_alpha"].items():
+            ref = 1.0 if alpha is None else (1 + alpha) / (2 + alpha)
+            text = "hard margin, a = inf" if alpha is None else f"Tsybakov a = {alpha:.2f}"
+            ax.loglog(xs, anchor * xs ** ref, "--", lw=0.8,
+                      label=f"reference slope (1+a)/(2+a) = {ref:.2f}, {name} ({text}), not a bound")
     ax.set_xlabel("excess InfoNCE risk E_x KL(p(.|x) || q_s(.|x)) (nats)")
     ax.set_ylabel(f"excess retrieval error ({params['discrete']['candidates']} candidates)")
-    ax.set_title("risk-to-retrieval calibration (discrete, exact)")
-    ax.legend()
+    ax.set_title("calibration: perturbations of the optimum (discrete, exact)", fontsize=9)
+    ax.legend(fontsize=6)
     plotting.save(fig, figdir / "calibration.png")
 
     # table
@@ -333,7 +391,8 @@ def figures(params, inputs, out: Path):
     io.write_csv(out / "summary.csv", rows)
 
     summary = {"discrete": m["discrete"], "continuous": cont, "calibration_exponent": cal["exponent"],
-               "slow_rate_exponent": cal["slow_rate_exponent"], "min_tail": params["calibration"]["min_tail"],
+               "slow_rate_exponent": cal["slow_rate_exponent"], "tsybakov_alpha": cal["tsybakov_alpha"],
+               "min_tail": params["calibration"]["min_tail"],
                "candidates": params["discrete"]["candidates"]}
     claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
     return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
