@@ -162,6 +162,10 @@ def _report(args) -> int:
             md = out / "compare.md"
             write_text(md, "# Comparison\n\nNo reference run (reference/summary.csv) to compare with.\n")
         written.append(md)
+        from .core.io import write_json
+
+        write_json(out / "run_info.json", {"config_hash": args.config_hash})
+        written.append(out / "run_info.json")
         run.outputs = written
     print(f"neurips26 report: {out / 'summary.md'}")
     return 0
@@ -188,6 +192,10 @@ def _compare(args) -> int:
     from .core import reference
 
     a, b = Path(args.a), Path(args.b)
+    for side in (a, b):
+        if not (side / "summary.csv" if side.is_dir() else side).exists():
+            print(f"neurips26 compare: no summary at {side} (a folder holding summary.csv, or the file)")
+            return 2
     md_out = Path(args.markdown) if args.markdown else ((b if b.is_dir() else b.parent) / "compare.md")
     result, md = reference.compare_folders(a, b, md_out, tolerance=args.tolerance)
     print(md.read_text() if args.verbose else reference.terminal_table(result))

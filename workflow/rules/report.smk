@@ -10,6 +10,7 @@ rule report:
         md=report("results/summary.md", caption="../report/summary.rst", category="Summary"),
         csv="results/summary.csv",
         compare=report("results/compare.md", caption="../report/compare.rst", category="Summary"),
+        run_info="results/run_info.json",
     log:
         "results/logs/report.log",
     benchmark:

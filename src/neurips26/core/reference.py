@@ -29,7 +29,6 @@ def _summary_file(path: Path) -> Path:
 
 def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), workflow_dir: Path = Path(".")) -> list[Path]:
     """reference/summary.csv (every column) and reference/run.json (commit, config hash, machine)."""
-    from .config import load_config
     from .tracking import git_state
 
     rows = read_claims([_summary_file(results)])
@@ -40,12 +39,23 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
     git = git_state(workflow_dir)
     meta = {"commit": git["commit"], "dirty": git["dirty"],
             "configfiles": ["config/config.yaml", *configfiles],
-            "config_hash": config_hash(load_config(workflow_dir, list(configfiles))),  # as CONFIG_HASH in common.smk
+            "config_hash": _run_config_hash(Path(results), workflow_dir, configfiles),
             "machine": {"system": platform.system(), "arch": platform.machine(), "cpus": os.cpu_count(),
                         "python": platform.python_version(), "torch": torch.__version__},
             "rows": len(rows), "papers": sorted({r["paper"] for r in rows})}
     write_json(out / "run.json", meta)
     return [out / "summary.csv", out / "run.json"]
+
+
+def _run_config_hash(results: Path, workflow_dir: Path, configfiles: Sequence[str]) -> str:
+    """The hash the run's report step recorded (the config exactly as Snakemake read it); the
+    hash of the named configs when the run left none."""
+    info = results / "run_info.json"
+    if info.exists() and read_json(info).get("config_hash"):
+        return read_json(info)["config_hash"]
+    from .config import load_config
+
+    return config_hash(load_config(workflow_dir, list(configfiles)))
 
 
 def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05,
