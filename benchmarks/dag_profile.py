@@ -81,7 +81,7 @@ def jobs(rules: dict) -> list[dict]:
             seconds = float(dict(zip(lines[0].split("\t"), lines[-1].split("\t")))["s"])
             step = float("nan")
             if log:
-                log_path = ROOT / log.format(**m.groupdict())
+                log_path = ROOT / re.sub(r"\{([^{},]+)(,[^{}]*)?\}", lambda w: m.group(w.group(1).strip()), log)
                 found = DONE.findall(log_path.read_text()) if log_path.exists() else []
                 step = float(found[-1]) if found else float("nan")
             out.append({"rule": rule, "wildcards": m.groupdict(), "seconds": seconds, "step": step})

@@ -2,6 +2,7 @@
 --forcerun trains again; a job killed with SIGKILL (at a checkpoint boundary and between two)
 resumes and writes the same bytes as an uninterrupted run."""
 
+import json
 import os
 import shutil
 import signal
@@ -73,6 +74,8 @@ def test_code_change_and_forcerun_retrain(tmp_path):
     target = f"{ND_TRAIN}/train.json"
     run(wf, target)
     first = {n: (wf / ND_TRAIN / n).read_bytes() for n in ("snapshots.safetensors", "timing.json")}
+    info = json.loads((wf / ND_TRAIN / "train.json").read_text())
+    assert info["snapshot_steps"][-1] == info["steps"], "the last snapshot is the final step's EMA"
     assert not (wf / ND_TRAIN / "checkpoints").exists(), "a finished job's checkpoints are removed"
 
     # --forcerun: trains again (new timings), same bytes (seeded)

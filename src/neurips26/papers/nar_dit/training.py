@@ -60,7 +60,9 @@ class FlowMatchingDiT(L.LightningModule):
         self._elapsed += time.perf_counter() - self._tick
         for e, p in zip(self.ema.parameters(), self.model.parameters()):
             e.lerp_(p, 1 - self.ema_decay)
-        step = self.global_step
+        # inside optimizer_step Lightning has not yet counted this update: it is update number
+        # global_step + 1, the step a snapshot is labelled with
+        step = self.global_step + 1
         if step in self.snapshot_steps:
             self.snapshots[step] = {k: v.detach().clone() for k, v in self.ema.state_dict().items()}
             self.train_seconds[step] = self._elapsed
