@@ -181,12 +181,12 @@ def test_warning_signal_saves_a_checkpoint_and_the_rerun_finishes_with_the_unint
 
 
 def test_paper_scale_dry_run_lists_jobs_with_cluster_resources(tmp_path):
-    from test_workflow import _placeholders
+    from test_workflow import stand_in_paths
 
     wf = copy_workflow(tmp_path / "wf")
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    (wf / "placeholders.yaml").write_text(yaml.safe_dump(_placeholders(paper, tmp_path / "data")))
-    proc = run(wf, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", "placeholders.yaml")
+    (wf / "stand_in_paths.yaml").write_text(yaml.safe_dump(stand_in_paths(paper, tmp_path / "data")))
+    proc = run(wf, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", "stand_in_paths.yaml")
     assert proc.returncode == 0, output(proc)[-4000:]
     text = output(proc)
     for name in ENABLED:

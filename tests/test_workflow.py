@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from neurips26.core.cost import parse_dry_run
-from neurips26.core.cost import placeholders as _placeholders
+from neurips26.core.cost import stand_in_paths
 from neurips26.core.io import read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +59,8 @@ def test_dry_runs(tmp_path, configs):
         extra = list(configs)
         if configs == ["config/paper.yaml"]:
             paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-            (wf / "placeholders.yaml").write_text(yaml.safe_dump(_placeholders(paper, tmp_path / "data")))
-            extra.append("placeholders.yaml")
+            (wf / "stand_in_paths.yaml").write_text(yaml.safe_dump(stand_in_paths(paper, tmp_path / "data")))
+            extra.append("stand_in_paths.yaml")
         args += ["--configfile", *extra]
     proc = snakemake(wf, *args)
     assert proc.returncode == 0, output(proc)
@@ -198,8 +198,8 @@ PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_evaluate": 1, "crl_spectral_trai
 def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
     wf = copy_workflow(tmp_path / "wf")
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    (wf / "placeholders.yaml").write_text(yaml.safe_dump(_placeholders(paper, tmp_path / "data")))
-    proc = snakemake(wf, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", "placeholders.yaml")
+    (wf / "stand_in_paths.yaml").write_text(yaml.safe_dump(stand_in_paths(paper, tmp_path / "data")))
+    proc = snakemake(wf, "-n", "--profile", "profiles/slurm", "--configfile", "config/paper.yaml", "stand_in_paths.yaml")
     assert proc.returncode == 0, output(proc)
     jobs: dict[str, list[dict[str, str]]] = {}
     for job in parse_dry_run(output(proc)):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 
-def placeholders(value: Any, where: Path) -> Any:
+def stand_in_paths(value: Any, where: Path) -> Any:
     """The config with every path named under a key ending in _dir/_path/_file replaced by a
     created stand-in under `where` (folders for _dir, empty files otherwise); other keys dropped."""
     if isinstance(value, dict):
@@ -34,7 +34,7 @@ def placeholders(value: Any, where: Path) -> Any:
                 target.touch()
                 out[key] = str(target)
             elif isinstance(sub, dict):
-                out[key] = placeholders(sub, where)
+                out[key] = stand_in_paths(sub, where)
         return {k: v for k, v in out.items() if v != {}}
     return value
 
@@ -65,8 +65,8 @@ def dry_run(workflow_dir: Path, configfiles: list[str]) -> list[dict[str, Any]]:
     for name in configfiles:
         _merge(merged, yaml.safe_load((workflow_dir / name).read_text()) or {})
     with tempfile.TemporaryDirectory(prefix="neurips26-cost-") as tmp:
-        overlay = Path(tmp) / "placeholders.yaml"
-        overlay.write_text(yaml.safe_dump(placeholders(merged, Path(tmp) / "data")))
+        overlay = Path(tmp) / "stand_in_paths.yaml"
+        overlay.write_text(yaml.safe_dump(stand_in_paths(merged, Path(tmp) / "data")))
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
         proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--profile", "profiles/slurm",
                                "--configfile", *configfiles, str(overlay)],
