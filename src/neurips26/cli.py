@@ -145,6 +145,7 @@ def _list(args) -> int:
 
 def _report(args) -> int:
     from .core import report, tracking
+    from .core.io import write_json, write_text
 
     out = Path(args.out)
     with tracking.job_run("summary", "report", {"claims": args.claims}, out,
@@ -157,13 +158,9 @@ def _report(args) -> int:
                                                    config_hash=args.config_hash)
             print(report.compare_outcome(result))
         else:
-            from .core.io import write_text
-
             md = out / "compare.md"
             write_text(md, "# Comparison\n\nNo reference run (reference/summary.csv) to compare with.\n")
         written.append(md)
-        from .core.io import write_json
-
         write_json(out / "run_info.json", {"config_hash": args.config_hash})
         written.append(out / "run_info.json")
         run.outputs = written

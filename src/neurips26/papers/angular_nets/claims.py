@@ -2,7 +2,8 @@
 
 Accuracy comparisons pair the methods of one experiment by seed (same data, steps and optimiser)
 and, when the runs saved which test examples each method got right, by test example: the
-interval is the two-level paired bootstrap over seeds x test examples. The planted-model claim
+interval is the wider of the two-level paired bootstrap over seeds x test examples and the
+paired t over seeds (`core.claims.comparison`). The planted-model claim
 ("a small G-gradient guarantees exact recovery") is an error rate: the share of trials that end
 with a small G-gradient but miss the target, against delta by its Clopper-Pearson bound.
 """

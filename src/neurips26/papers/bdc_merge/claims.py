@@ -4,7 +4,9 @@ Every method is compared at the default setting (calibration size and fusion str
 advance). A seed draws the calibration sentences and the evaluation subsets (cloze questions,
 held-out sentences); the source and target models are one pretrained pair for every seed, and
 the rows say so. With per-item scores (cloze correctness, per-sentence negative log-likelihood)
-the interval is the paired bootstrap over seeds x items, the same items on both sides.
+a comparison's interval is the wider of the paired bootstrap over seeds x items (the same items
+on both sides) and the paired t over seeds (`core.claims.comparison`); the general-ability ratio
+(a target) uses the bootstrap alone.
 Perplexity is compared on the log scale (nats per token, averaged over the tasks of a group), so
 a difference of 0.01 is a 1% change of perplexity.
 """

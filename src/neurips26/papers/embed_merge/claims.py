@@ -2,9 +2,9 @@
 
 Merging comparisons use the mean normalised accuracy over the merged tasks with all tasks merged,
 paired by seed (one pre-trained model, one set of fine-tunes and one draw of every task's data
-per seed, shared by all methods); with per-example scores the interval is the paired bootstrap
-over seeds x test examples (examples of every task, weighted so that their mean is the mean over
-tasks). The hypothesis row measures how much of each update's energy falls inside the
+per seed, shared by all methods); with per-example scores the interval is the wider of the
+paired bootstrap over seeds x test examples (examples of every task, weighted so that their mean
+is the mean over tasks) and the paired t over seeds (`core.claims.comparison`). The hypothesis row measures how much of each update's energy falls inside the
 pre-trained top-r subspace, against a random subspace of the same size.
 """
 
