@@ -20,7 +20,7 @@ import torch
 
 
 def storage_table():
-    from neurips26.core.config import load_config
+    from neurips26.papers import load_config
     from neurips26.papers.angular_nets.models import build
     from neurips26.papers.angular_nets.steps import method_spec
     from neurips26.papers.angular_nets.storage import storage_bytes

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from neurips26.core.config import load_config
+from neurips26.papers import load_config
 from neurips26.papers.nar_dit.diffusion import flow_loss, sample_t
 from neurips26.papers.nar_dit.model import DiT, DiTConfig, RoutingPolicy, kept_tokens, train_step_flops
 

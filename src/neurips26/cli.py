@@ -128,7 +128,8 @@ def _remove_partial_outputs(out: Path, before: set[Path]) -> None:
 
 
 def _list(args) -> int:
-    from .core.config import ConfigError, load_config
+    from .core.config import ConfigError
+    from .papers import load_config
 
     try:
         config = load_config(args.workflow_dir, args.configfile)
@@ -202,7 +203,8 @@ def _compare(args) -> int:
 
 def _cost(args) -> int:
     from .core import cost
-    from .core.config import ConfigError, load_config
+    from .core.config import ConfigError
+    from .papers import load_config
 
     try:
         config = load_config(args.workflow_dir, args.configfile)

@@ -5,7 +5,8 @@ import copy
 import pytest
 import yaml
 
-from neurips26.core.config import ConfigError, deep_merge, load_config, validate_config
+from neurips26.core.config import ConfigError, deep_merge
+from neurips26.papers import load_config, validate_config
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neurips26.core.config import ConfigError, load_config, validate_config
+from neurips26.core.config import ConfigError
+from neurips26.papers import load_config, validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = load_config(ROOT, [ROOT / "config" / "smoke.yaml"])

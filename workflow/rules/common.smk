@@ -7,7 +7,8 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from neurips26.core import job as job_context
-from neurips26.core.config import NAME_PATTERN, ConfigError, validate_config
+from neurips26.core.config import NAME_PATTERN, ConfigError
+from neurips26.papers import validate_config
 
 try:
     _validated = validate_config(config, workflow.basedir)

@@ -1,7 +1,7 @@
 # Assets several papers use. Nothing here runs unless an enabled paper's rule names these
 # outputs as its inputs.
 #
-# Language-model assets (code: neurips26.data.lm_corpora, neurips26.core.lm, core.lm_assets):
+# Language-model assets (code: neurips26.data.lm_corpora, neurips26.core.lm, papers.lm_assets):
 #   lm_corpora    -> results/lm_assets/corpora/manifest.json (+ <name>.{train,valid}.txt, <name>.cloze.jsonl)
 #   lm_tokenizer  -> results/lm_assets/tokenizer/tokenizer.json (Hugging Face tokenizer folder)
 #   lm_pretrain   -> results/lm_assets/models/{model}/model/model.safetensors (save_pretrained folder),

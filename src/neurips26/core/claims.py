@@ -338,6 +338,19 @@ def write_claims(path: str | Path, rows: Sequence[dict]) -> None:
     write_csv(path, rows, COLUMNS)
 
 
+def write_tables(out: str | Path, summary_rows: Sequence[dict], claim_rows: Sequence[dict],
+                 figdir: str | Path | None = None) -> list[Path]:
+    """The end of a paper's figures step: `out/summary.csv` (columns: every key of the rows, in
+    order of first appearance), `out/claims.csv`, and the list of files to log as artifacts
+    (the figures under `figdir`, default `out/figures`, and the two tables)."""
+    out = Path(out)
+    columns = list(dict.fromkeys(key for row in summary_rows for key in row))
+    write_csv(out / "summary.csv", summary_rows, columns)
+    write_claims(out / "claims.csv", claim_rows)
+    figures = sorted(Path(figdir or out / "figures").glob("*.png"))
+    return [*figures, out / "summary.csv", out / "claims.csv"]
+
+
 def counts(rows: Sequence[dict]) -> dict[str, int]:
     """yes / inconclusive / no / untested over claims, and checks passed / failed / untested."""
     out = {k: 0 for k in ("yes", "inconclusive", "no", "untested", "checks_pass", "checks_fail", "checks_untested")}

@@ -8,7 +8,6 @@ the key as a dotted path (`nar_dit.train.steps`) and stop before any job runs.
 from __future__ import annotations
 
 import copy
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,26 @@ def _yaml_load(path: Path) -> Any:
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
     with path.open() as f:
-        return yaml.safe_load(f) or {}
+        # libyaml's loader where PyYAML has it: the schemas are read on every validation
+        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+
+
+_SCHEMAS: dict = {}
 
 
 def load_schema(workflow_dir: str | Path) -> dict:
-    schema_dir = Path(workflow_dir) / "workflow" / "schemas"
+    """The config schema with every paper's block schema under its slug (read again only
+    when a schema file changes)."""
+    schema_dir = Path(workflow_dir).resolve() / "workflow" / "schemas"
+    files = [schema_dir / "config.schema.yaml", *sorted((schema_dir / "papers").glob("*.schema.yaml"))]
+    key = tuple((str(f), f.stat().st_mtime_ns) for f in files if f.exists())
+    if key not in _SCHEMAS:
+        _SCHEMAS.clear()
+        _SCHEMAS[key] = _read_schema(schema_dir)
+    return copy.deepcopy(_SCHEMAS[key])
+
+
+def _read_schema(schema_dir: Path) -> dict:
     schema = _yaml_load(schema_dir / "config.schema.yaml")
     papers = []
     for path in sorted((schema_dir / "papers").glob("*.schema.yaml")):
@@ -54,13 +68,14 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def load_config(workflow_dir: str | Path = ".", configfiles: list[str | Path] = ()) -> dict:
-    """config/config.yaml, then each extra config file on top, validated."""
+def load_config(workflow_dir: str | Path = ".", configfiles: list[str | Path] = (), checks=None) -> dict:
+    """config/config.yaml, then each extra config file on top, validated (`checks` as in
+    `validate_config`)."""
     workflow_dir = Path(workflow_dir)
     config = _yaml_load(workflow_dir / "config" / "config.yaml")
     for extra in configfiles:
         config = deep_merge(config, _yaml_load(Path(extra)))
-    return validate_config(config, workflow_dir)
+    return validate_config(config, workflow_dir, checks)
 
 
 def _fill_defaults(schema: dict, value: Any) -> None:
@@ -113,8 +128,10 @@ def _validator_class():
     return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", is_integer))
 
 
-def validate_config(config: dict, workflow_dir: str | Path = ".") -> dict:
-    """Fill schema defaults, validate, run each enabled paper's own checks; return the config."""
+def validate_config(config: dict, workflow_dir: str | Path = ".", checks=None) -> dict:
+    """Fill schema defaults, validate against the schema, then run `checks(paper, block)` (the
+    problems a paper's schema cannot express, as 'key: problem' strings; the papers' own
+    checks are `neurips26.papers.check_config`) on each enabled paper; return the config."""
     schema = load_schema(workflow_dir)
     config = copy.deepcopy(config)
     _fill_defaults(schema, config)
@@ -127,9 +144,7 @@ def validate_config(config: dict, workflow_dir: str | Path = ".") -> dict:
     for paper in config["papers"]:
         if paper not in config:
             raise ConfigError(f"config key '{paper}' is missing: paper '{paper}' is enabled in 'papers' but has no block")
-        module = importlib.import_module(f"neurips26.papers.{paper}")
-        check = getattr(module, "check_config", None)
-        problems = check(config[paper]) if check else []
+        problems = checks(paper, config[paper]) if checks else []
         if problems:
             raise ConfigError("invalid config: " + "; ".join(f"config key '{paper}.{p}'" for p in problems))
     return config

@@ -91,6 +91,15 @@ def write_csv(path, rows: Iterable[Mapping[str, Any]], columns: list[str] | None
     write_text(path, buf.getvalue())
 
 
+def significant(x, digits: int = 10) -> float:
+    """`x` as a float with `digits` significant digits (non-finite values and 0 as they are),
+    so that metrics files do not carry last-bit noise of float reductions."""
+    import math
+
+    x = float(x)
+    return x if not math.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
+
+
 def read_csv(path) -> list[dict[str, str]]:
     path = Path(path)
     if not path.exists():

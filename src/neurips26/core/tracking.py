@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 PARENT_ENV = "NEURIPS26_PARENT_RUNS"
+# the checkout's state at the invocation, read once there rather than by every job
+GIT_ENV = "NEURIPS26_GIT_STATE"
 TAG = "neurips26"
 
 
@@ -119,6 +121,7 @@ def start_invocation(papers: list[str]) -> dict[str, str]:
     client = _client()
     uri = tracking_uri()
     git = git_state()
+    os.environ[GIT_ENV] = json.dumps(git)
     parents = {}
     for paper in papers:
         exp_id = ensure_experiment(client, paper)
@@ -229,7 +232,7 @@ def job_run(paper: str, step: str, params: Mapping[str, Any], out: Path,
     client = _client()
     exp_id = retry_locked(ensure_experiment, client, paper)
     job = dict(job or {})
-    git = git_state()
+    git = json.loads(os.environ[GIT_ENV]) if os.environ.get(GIT_ENV) else git_state()
     tags = {
         f"{TAG}.paper": paper,
         f"{TAG}.step": step,

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.io import significant
 
 from . import method
 from .claims import CRITICAL_TOL, claim_rows
@@ -20,14 +21,6 @@ from .claims import CRITICAL_TOL, claim_rows
 P = "abmf"
 LABELS = {"psd_approximation": "low-rank PSD approximation", "matrix_sensing": "matrix sensing",
           "maxcut": "MaxCut SDP (penalised)"}
-
-
-def _round(x: float, digits: int = 10) -> float:
-    """Fixed significant digits, so metrics.json does not carry last-bit noise."""
-    x = float(x)
-    if not np.isfinite(x) or x == 0.0:
-        return x
-    return float(f"{x:.{digits}g}")
 
 
 def build_problem(settings: dict, seed: int) -> method.QuadraticPSDProblem:
@@ -70,11 +63,11 @@ def _search(problem, gamma: float, ratio: float, label: str, search: dict, rng: 
         found = method.stationary_search(problem, gamma, X0, Y0, max_evals=search["max_evals"])
         if found is not None:
             points.append(found)
-    return {"ratio": _round(ratio), "gamma": _round(gamma), "label": label,
+    return {"ratio": significant(ratio), "gamma": significant(gamma), "label": label,
             "family_found": fam is not None,
-            "points": [{"source": c.source, "gradient_norm": _round(c.gradient_norm, 3),
-                        "asymmetry": _round(c.asymmetry, 4),
-                        "size": _round(0.5 * (np.linalg.norm(c.X) + np.linalg.norm(c.Y)), 4)} for c in points],
+            "points": [{"source": c.source, "gradient_norm": significant(c.gradient_norm, 3),
+                        "asymmetry": significant(c.asymmetry, 4),
+                        "size": significant(0.5 * (np.linalg.norm(c.X) + np.linalg.norm(c.Y)), 4)} for c in points],
             "tries": search["starts"] + 1}
 
 
@@ -98,10 +91,10 @@ def run_seed(settings: dict, solver: dict, ratios: list[float], seed: int, searc
     Xs, values, times = method.sbmf_trace(problem, X0)
     sbmf_gap = (problem.value(Xs @ Xs.T) - f_ref) / scale
     hit = method.first_within(values, f_ref, objective_tol, scale)
-    sbmf = {"objective_gap": _round(sbmf_gap),
-            "distance_to_reference": _round(np.linalg.norm(Xs @ Xs.T - W_ref) / max(1e-12, np.linalg.norm(W_ref))),
+    sbmf = {"objective_gap": significant(sbmf_gap),
+            "distance_to_reference": significant(np.linalg.norm(Xs @ Xs.T - W_ref) / max(1e-12, np.linalg.norm(W_ref))),
             "iterations_to_tol": None if hit is None else hit + 1,
-            "seconds_to_tol": None if hit is None else _round(times[hit], 3)}
+            "seconds_to_tol": None if hit is None else significant(times[hit], 3)}
 
     runs = []
     for ratio in ratios:
@@ -117,15 +110,15 @@ def run_seed(settings: dict, solver: dict, ratios: list[float], seed: int, searc
         # trace[k] is F after k sweeps; F >= h(sym XY^T) >= h*, so F within tol of h* bounds the gap
         hit = None if res.diverged else method.first_within(res.objective_trace, f_ref, objective_tol, scale)
         runs.append({
-            "ratio": ratio, "gamma": _round(gamma), "iterations": res.iterations, "diverged": res.diverged,
-            "asymmetry": _round(asym),
-            "critical_asymmetry": _round(method.critical_asymmetry(X, Y)),
-            "objective_gap": _round((problem.value(W) - f_ref) / scale),
-            "distance_to_reference": _round(np.linalg.norm(W - W_ref) / max(1e-12, np.linalg.norm(W_ref))),
-            "distance_to_sbmf": _round(np.linalg.norm(W - Xs @ Xs.T) / max(1e-12, np.linalg.norm(Xs @ Xs.T))),
-            "gradient_norm": _round(np.sqrt(np.sum(gx ** 2) + np.sum(gy ** 2))),
+            "ratio": ratio, "gamma": significant(gamma), "iterations": res.iterations, "diverged": res.diverged,
+            "asymmetry": significant(asym),
+            "critical_asymmetry": significant(method.critical_asymmetry(X, Y)),
+            "objective_gap": significant((problem.value(W) - f_ref) / scale),
+            "distance_to_reference": significant(np.linalg.norm(W - W_ref) / max(1e-12, np.linalg.norm(W_ref))),
+            "distance_to_sbmf": significant(np.linalg.norm(W - Xs @ Xs.T) / max(1e-12, np.linalg.norm(Xs @ Xs.T))),
+            "gradient_norm": significant(np.sqrt(np.sum(gx ** 2) + np.sum(gy ** 2))),
             "iterations_to_tol": hit,
-            "seconds_to_tol": None if hit is None else _round(seconds * hit / max(1, res.iterations), 3),
+            "seconds_to_tol": None if hit is None else significant(seconds * hit / max(1, res.iterations), 3),
             "monotone": bool(np.all(np.diff(res.objective_trace) <= 1e-9 * (1 + np.abs(res.objective_trace[:-1])))),
         })
         tracking.active().log_metrics({f"seed{seed}/asymmetry": asym, f"seed{seed}/gamma": gamma},
@@ -142,9 +135,9 @@ def run_seed(settings: dict, solver: dict, ratios: list[float], seed: int, searc
         for ratio, label in targets:
             searches.append(_search(problem, ratio * gamma_star, ratio, label, search, srng))
     kkt = method.kkt_residuals(problem, W_ref)
-    return {"seed": seed, "gamma_star": _round(gamma_star), "gamma_zero": _round(gamma_zero),
-            "gamma_apriori": _round(gamma_apriori) if np.isfinite(gamma_apriori) else None, "reference": reference, "reference_value": _round(f_ref),
-            "reference_kkt": {k: _round(v, 3) for k, v in kkt.items()},
+    return {"seed": seed, "gamma_star": significant(gamma_star), "gamma_zero": significant(gamma_zero),
+            "gamma_apriori": significant(gamma_apriori) if np.isfinite(gamma_apriori) else None, "reference": reference, "reference_value": significant(f_ref),
+            "reference_kkt": {k: significant(v, 3) for k, v in kkt.items()},
             "reference_rank": ref_rank, "factor_rank": problem.rank, "n": problem.n, "sbmf": sbmf, "abmf": runs,
             "search": searches}
 
@@ -345,6 +338,4 @@ def figures(params, inputs, out: Path):
             "apriori_ratio": [_apriori(s) / s["gamma_star"] for s in seeds],
             "kkt": [max(s["reference_kkt"].values()) for s in seeds],
             "abmf_seconds": cost["abmf"], "sbmf_seconds": cost["sbmf"]}
-    io.write_csv(out / "summary.csv", rows)
-    claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, rows, claim_rows(summary, scale))

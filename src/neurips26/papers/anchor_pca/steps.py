@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.io import significant
 
 from . import baselines, data, method
 from .claims import ANGLE_TOLERANCE_DEG, claim_rows
@@ -28,11 +29,6 @@ HOLDS_FIXED = {"wine": "the wine data and its held-out cultivars (seeds redraw a
                "digits": "the digits data (seeds redraw which classes are unseen and a subsample of the training classes)"}
 # Experiments whose seeds change nothing (one fixed split): their seeds are not replicates.
 UNREPLICATED = {"gas_sensor": "one fixed split of the gas sensor batches: the seeds change nothing"}
-
-
-def _round(x: float, digits: int = 10) -> float:
-    x = float(x)
-    return x if not np.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
 
 
 def _splits(settings: dict, seed: int) -> list[data.MultiDomainData]:
@@ -89,10 +85,10 @@ def run_seed(settings: dict, gammas: list[float], maximin_iters: int, seed: int)
 
     def summarise(items: list[dict]) -> dict:
         shares = [s for item in items for s in item["shares"]]
-        out = {"mean_share": _round(np.mean(shares)), "worst_share": _round(np.min(shares)),
-               "shares": [_round(s) for s in shares]}
+        out = {"mean_share": significant(np.mean(shares)), "worst_share": significant(np.min(shares)),
+               "shares": [significant(s) for s in shares]}
         if "angle" in items[0]:
-            out["angle_deg"] = _round(np.mean([item["angle"] for item in items]))
+            out["angle_deg"] = significant(np.mean([item["angle"] for item in items]))
         return out
 
     anchor = [summarise([sp["anchor"][i] for sp in per_split]) for i in range(len(gammas))]
@@ -103,10 +99,10 @@ def run_seed(settings: dict, gammas: list[float], maximin_iters: int, seed: int)
         "chosen_gamma": [sp["chosen_gamma"] for sp in per_split],
         "validated_other": summarise([sp["validated_other"] for sp in per_split]),
         "chosen_gamma_other": [sp["chosen_gamma_other"] for sp in per_split],
-        "validation_scores": [[_round(v) for v in sp["validation_scores"]] for sp in per_split],
+        "validation_scores": [[significant(v) for v in sp["validation_scores"]] for sp in per_split],
         "pooled": summarise([sp["pooled"] for sp in per_split]),
         "maximin": summarise([sp["maximin"] for sp in per_split]),
-        "maximin_duality_gap": _round(max(sp["maximin_duality_gap"] for sp in per_split)),
+        "maximin_duality_gap": significant(max(sp["maximin_duality_gap"] for sp in per_split)),
         "unseen_domains": sum(len(sp["pooled"]["shares"]) for sp in per_split),
     }
     if settings["kind"] == "simulated" and settings.get("sample_sweep"):
@@ -132,9 +128,9 @@ def sample_sweep(settings: dict, gammas: list[float], seed: int) -> dict:
         chosen, _ = method.validate_gamma(split.train, k, gammas, settings["validation"])
         out["n"].append(int(n))
         out["chosen_gamma"].append(chosen)
-        out["anchor_angle"].append(_round(method.largest_principal_angle(
+        out["anchor_angle"].append(significant(method.largest_principal_angle(
             method.anchor_pca(covs, weights, k, chosen), split.planted)))
-        out["pooled_angle"].append(_round(method.largest_principal_angle(
+        out["pooled_angle"].append(significant(method.largest_principal_angle(
             baselines.pooled_pca(covs, weights, k), split.planted)))
     return out
 
@@ -272,7 +268,4 @@ def figures(params, inputs, out: Path):
                 rows.append({"experiment": f"{e} (samples per domain = {n})", "method": "pooled",
                              "angle_deg": claims.fmt([x["pooled_angle"][j] for x in sw])})
         summary["experiments"][e] = entry
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    io.write_csv(out / "summary.csv", rows, columns)
-    claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, rows, claim_rows(summary, scale))

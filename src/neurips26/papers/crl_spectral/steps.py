@@ -388,11 +388,9 @@ def figures(params, inputs, out: Path):
                      "dim": f["dim"], "width": f["width"], "tail": f"{f['tail']:.4g}", "tail_next": f"{f['tail_next']:.4g}",
                      "error": claims.fmt(f["error"]), "excess_risk_xy": "",
                      "retrieval_excess": claims.fmt(f["retrieval_excess"])})
-    io.write_csv(out / "summary.csv", rows)
 
     summary = {"discrete": m["discrete"], "continuous": cont, "calibration_exponent": cal["exponent"],
                "slow_rate_exponent": cal["slow_rate_exponent"], "tsybakov_alpha": cal["tsybakov_alpha"],
                "min_tail": params["calibration"]["min_tail"],
                "candidates": params["discrete"]["candidates"]}
-    claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, rows, claim_rows(summary, scale))

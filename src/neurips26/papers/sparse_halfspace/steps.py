@@ -274,7 +274,4 @@ def figures(params, inputs, out: Path):
         s_, d = key.split(",")
         rows.append({"experiment": f"n needed for error <= {c['target_error']:g}", "d": d, "n": claims.fmt(v),
                      "noise_rate": eta, "ours": f"s = {s_}"})
-    io.write_csv(out / "summary.csv", rows, list(dict.fromkeys(k for r in rows for k in r)))
-
-    claims.write_claims(out / "claims.csv", claim_rows({**m, "noise_rate": eta}, scale))
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, rows, claim_rows({**m, "noise_rate": eta}, scale))

@@ -14,14 +14,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from . import io
-
-STEPS = ("corpora", "tokenizer", "pretrain")
-TITLE = "Shared language-model assets: corpora, tokenizer, tiny pretrained LMs"
-
+from ...core import io
 
 def corpora(params: dict, inputs: dict, out: Path):
-    from ..data import lm_corpora
+    from ...data import lm_corpora
 
     manifest = lm_corpora.generate(out, params["corpora"])
     io.write_json(out / "manifest.json", manifest)
@@ -29,8 +25,8 @@ def corpora(params: dict, inputs: dict, out: Path):
 
 
 def tokenizer(params: dict, inputs: dict, out: Path):
-    from ..data import lm_corpora
-    from . import lm
+    from ...data import lm_corpora
+    from ...core import lm
 
     folder = inputs["corpora"]
     manifest = lm_corpora.read_manifest(folder)
@@ -44,8 +40,8 @@ def pretrain(params: dict, inputs: dict, out: Path):
     """Pretrain the model named by params['model'] on its corpus mixture and save it."""
     import torch
 
-    from ..data import lm_corpora
-    from . import lm, tracking
+    from ...data import lm_corpora
+    from ...core import lm, tracking
 
     name = params["model"]
     if name not in params["models"]:
