@@ -53,25 +53,25 @@ _NONE_N = (INF, INF)           # empty slot of an (N, slot) argmin
 class _Children:
     """Tournament tree over the children of one internal node (slots 0..b-1, leaves at P + slot).
 
-    Per position: max and min value, the GLR sums over children >= theta (ga) and < theta (gb),
-    the GLR minimum, the cost sum, and the argmins (cost, N, slot) over children >= theta (a) and
-    < theta (bl), the disagree key (flag, N / cost or N, slot) (d) and (N, slot) (n). Ties go to
-    the lower slot (tuple order), as in the linear scan."""
+    Per position: the max (MAX node) or min (MIN node) value, the GLR sums over children >= theta
+    (ga) and < theta (gb), the GLR minimum, the cost sum, and the argmins (cost, N, slot) over
+    children >= theta (a) and < theta (bl), the disagree key (flag, N / cost or N, slot) (d) and
+    (N, slot) (n). Ties go to the lower slot (tuple order), as in the linear scan."""
 
-    __slots__ = ("P", "vmax", "vmin", "ga", "gb", "gmin", "csum", "a", "bl", "d", "n")
+    __slots__ = ("P", "is_max", "v", "ga", "gb", "gmin", "csum", "a", "bl", "d", "n")
 
-    def __init__(self, b: int):
+    def __init__(self, b: int, is_max: bool):
         P = 1
         while P < b:
             P *= 2
-        self.P = P
-        self.vmax, self.vmin = [-INF] * (2 * P), [INF] * (2 * P)
+        self.P, self.is_max = P, is_max
+        self.v = [-INF if is_max else INF] * (2 * P)
         self.ga, self.gb, self.gmin, self.csum = [0.0] * (2 * P), [0.0] * (2 * P), [INF] * (2 * P), [0.0] * (2 * P)
         self.a, self.bl, self.d, self.n = [_NONE3] * (2 * P), [_NONE3] * (2 * P), [_NONE_D] * (2 * P), [_NONE_N] * (2 * P)
 
     def set(self, slot: int, v: float, g: float, c: float, N: int, theta: float) -> None:
         p = self.P + slot
-        self.vmax[p] = self.vmin[p] = v
+        self.v[p] = v
         self.gmin[p], self.csum[p] = g, c
         if v >= theta:
             self.ga[p], self.gb[p], self.a[p], self.bl[p] = g, 0.0, (c, N, slot), _NONE3
@@ -80,28 +80,51 @@ class _Children:
         self.d[p] = (0, N, slot) if c == INF else (1, N / c, slot)
         self.n[p] = (N, slot)
 
+    def update(self, slot: int, v: float, g: float, c: float, N: int, theta: float) -> None:
+        """Set one child's entry and recompute its log2(P) ancestors (the loop body is `pull`, inlined)."""
+        self.set(slot, v, g, c, N, theta)
+        p = (self.P + slot) >> 1
+        vv, ga, gb, gmin, csum, a, bl, d, n = self.v, self.ga, self.gb, self.gmin, self.csum, self.a, self.bl, self.d, self.n
+        if self.is_max:
+            while p:
+                l = 2 * p
+                r = l + 1
+                vv[p] = vv[l] if vv[l] >= vv[r] else vv[r]
+                ga[p] = ga[l] + ga[r]
+                gb[p] = gb[l] + gb[r]
+                gmin[p] = gmin[l] if gmin[l] <= gmin[r] else gmin[r]
+                csum[p] = csum[l] + csum[r]
+                a[p] = a[l] if a[l] <= a[r] else a[r]
+                bl[p] = bl[l] if bl[l] <= bl[r] else bl[r]
+                d[p] = d[l] if d[l] <= d[r] else d[r]
+                n[p] = n[l] if n[l] <= n[r] else n[r]
+                p >>= 1
+        else:
+            while p:
+                l = 2 * p
+                r = l + 1
+                vv[p] = vv[l] if vv[l] <= vv[r] else vv[r]
+                ga[p] = ga[l] + ga[r]
+                gb[p] = gb[l] + gb[r]
+                gmin[p] = gmin[l] if gmin[l] <= gmin[r] else gmin[r]
+                csum[p] = csum[l] + csum[r]
+                a[p] = a[l] if a[l] <= a[r] else a[r]
+                bl[p] = bl[l] if bl[l] <= bl[r] else bl[r]
+                d[p] = d[l] if d[l] <= d[r] else d[r]
+                n[p] = n[l] if n[l] <= n[r] else n[r]
+                p >>= 1
+
     def pull(self, p: int) -> None:
         """Recompute position p from its two children."""
         l, r = 2 * p, 2 * p + 1
-        vmax, vmin, ga, gb, gmin, csum = self.vmax, self.vmin, self.ga, self.gb, self.gmin, self.csum
-        vmax[p] = vmax[l] if vmax[l] >= vmax[r] else vmax[r]
-        vmin[p] = vmin[l] if vmin[l] <= vmin[r] else vmin[r]
-        ga[p] = ga[l] + ga[r]
-        gb[p] = gb[l] + gb[r]
-        gmin[p] = gmin[l] if gmin[l] <= gmin[r] else gmin[r]
-        csum[p] = csum[l] + csum[r]
-        a, bl, d, n = self.a, self.bl, self.d, self.n
-        a[p] = a[l] if a[l] <= a[r] else a[r]
-        bl[p] = bl[l] if bl[l] <= bl[r] else bl[r]
-        d[p] = d[l] if d[l] <= d[r] else d[r]
-        n[p] = n[l] if n[l] <= n[r] else n[r]
-
-    def update(self, slot: int, v: float, g: float, c: float, N: int, theta: float) -> None:
-        self.set(slot, v, g, c, N, theta)
-        p = (self.P + slot) >> 1
-        while p:
-            self.pull(p)
-            p >>= 1
+        vv = self.v
+        vv[p] = (max if self.is_max else min)(vv[l], vv[r])
+        self.ga[p] = self.ga[l] + self.ga[r]
+        self.gb[p] = self.gb[l] + self.gb[r]
+        self.gmin[p] = min(self.gmin[l], self.gmin[r])
+        self.csum[p] = self.csum[l] + self.csum[r]
+        for arr in (self.a, self.bl, self.d, self.n):
+            arr[p] = arr[l] if arr[l] <= arr[r] else arr[r]
 
     def build(self) -> None:
         for p in range(self.P - 1, 0, -1):
@@ -180,7 +203,7 @@ class State:
         for n, ch in enumerate(self.children):
             if not ch:
                 continue
-            kt = _Children(len(ch))
+            kt = _Children(len(ch), self.is_max[n])
             for j, c in enumerate(ch):
                 kt.set(j, self.val[c], self.glr[c], self.cost[c], self.N[c], th)
             kt.build()
@@ -212,7 +235,7 @@ class State:
             N[node] += 1
             kt = self.kids[node]
             kt.update(self.slot[child], val[child], glr[child], cost[child], N[child], theta)
-            V = kt.vmax[1] if self.is_max[node] else kt.vmin[1]
+            V = kt.v[1]
             val[node] = V
             above = V >= theta
             if self.is_max[node] == above:  # agree: every same-side child must flip

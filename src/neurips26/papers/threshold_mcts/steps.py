@@ -28,6 +28,7 @@ from .claims import NAMES
 
 COLORS = {"ratio": "#1f77b4", "ratio_global": "#9467bd", "dtracking": "#ff7f0e", "uniform": "#2ca02c",
           "lucb": "#d62728", "lucb_matched": "#e377c2", "ratio_scan": "#8c564b"}
+LINEAR_RULES = ("ratio_scan", "dtracking", "lucb")  # linear in the branching or #leaves: fewer timed rounds
 TIMING_NAMES = {"ratio": "ratio tracking, tournament trees", "ratio_scan": "ratio tracking, linear scan"}
 
 
@@ -136,9 +137,16 @@ def timing_trees(cfg: dict) -> list[tuple[str, int, T.Tree]]:
     return out
 
 
+def _blocks(rounds: int, blocks: int) -> list[int]:
+    """Split `rounds` timed rounds into `blocks` blocks (at least one round each)."""
+    blocks = max(1, min(blocks, rounds))
+    return [rounds // blocks + (i < rounds % blocks) for i in range(blocks)]
+
+
 def measure_round_times(cfg: dict, report=None) -> tuple[dict, dict, dict]:
     """Seconds per round of each sampling rule (selection + update + stopping check) on wide and deep
-    complete trees; also checks on every checked round that the tournament-tree walk picks the leaf
+    complete trees. A repeat's value is its fastest block of rounds (timing.blocks blocks per repeat):
+    on a shared machine a block hit by preemption is discarded rather than averaged in. Also checks on every checked round that the tournament-tree walk picks the leaf
     the linear scan picks on statistics recomputed by a full pass (deterministic, goes to metrics).
     Returns {shape: {rule: {K: best}}}, {shape: {rule: {K: [every repeat]}}} and the agreement shares."""
     timing = {shape: {rule: {} for rule in cfg["algorithms"]} for shape in ("wide", "deep")}
@@ -149,21 +157,25 @@ def measure_round_times(cfg: dict, report=None) -> tuple[dict, dict, dict]:
         mu = rng.uniform(-1.0, 1.0, tree.n_leaves)
         for rule in cfg["algorithms"]:
             times = []
+            rounds = cfg["linear_rounds"] if rule in LINEAR_RULES else cfg["rounds"]
             for rep in range(cfg["repeats"]):
                 src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng([rep, K]))
-                warm = max(1, cfg["rounds"] // 4)  # untimed rounds first: caches and allocator settle
+                warm = max(1, rounds // 4)  # untimed rounds first: caches and allocator settle
                 if rule == "lucb":
                     lst = baselines.LucbState(tree, T.GAUSSIAN, 0.0, 0.01)
                     lst.initialise(src.draw_all())
                     for _ in range(warm):
                         leaf = lst.representative()
                         lst.add(leaf, src.draw(leaf))
-                    t0 = time.perf_counter()
-                    for _ in range(cfg["rounds"]):
-                        leaf = lst.representative()
-                        lst.add(leaf, src.draw(leaf))
-                        _ = lst.decided()
-                    times.append((time.perf_counter() - t0) / cfg["rounds"])
+                    block_times = []
+                    for block in _blocks(rounds, cfg["blocks"]):
+                        t0 = time.perf_counter()
+                        for _ in range(block):
+                            leaf = lst.representative()
+                            lst.add(leaf, src.draw(leaf))
+                            _ = lst.decided()
+                        block_times.append((time.perf_counter() - t0) / block)
+                    times.append(min(block_times))
                     continue
                 st = method.State(tree, 0.0, T.GAUSSIAN)
                 st.initialise(src.draw_all())
@@ -171,12 +183,15 @@ def measure_round_times(cfg: dict, report=None) -> tuple[dict, dict, dict]:
                 for _ in range(warm):
                     leaf = select()
                     st.add(leaf, src.draw(leaf))
-                t0 = time.perf_counter()
-                for _ in range(cfg["rounds"]):
-                    leaf = select()
-                    st.add(leaf, src.draw(leaf))
-                    _ = st.glr[0] > method.beta(st.t, 0.01)
-                times.append((time.perf_counter() - t0) / cfg["rounds"])
+                block_times = []
+                for block in _blocks(rounds, cfg["blocks"]):
+                    t0 = time.perf_counter()
+                    for _ in range(block):
+                        leaf = select()
+                        st.add(leaf, src.draw(leaf))
+                        _ = st.glr[0] > method.beta(st.t, 0.01)
+                    block_times.append((time.perf_counter() - t0) / block)
+                times.append(min(block_times))
             timing[shape][rule][str(K)] = min(times)
             repeats[shape][rule][str(K)] = times
             if report:
