@@ -1,7 +1,7 @@
 """Thresholding MCTS against independent references: the scipy max-min LP over brute-force
 flipping sets (T* and the GLR), the bandit formulas on depth-1 trees, a from-scratch pass for the
-incremental statistics, D-tracking as the linear-scan reference of the ratio walk, and the error
-rate of seeded runs."""
+incremental statistics, the linear scan as the reference of the tournament-tree walk, the forced-exploration
+schedules, the LUCB calibrations against their formula, and the error rate of seeded runs."""
 
 from __future__ import annotations
 
@@ -82,19 +82,114 @@ def test_incremental_statistics_and_glr_match_full_pass_and_brute_force():
     assert st.glr[0] == pytest.approx(reference.glr_bruteforce(tree, st.means(), st.leaf_counts(), 0.0, T.GAUSSIAN))
 
 
-def test_ratio_walk_on_depth_one_is_the_linear_scan_d_tracking():
-    """On a depth-1 tree the walk's rule is D-tracking over the leaves, computed by a full scan."""
-    rng = np.random.default_rng(4)
-    for trial in range(5):
-        tree = T.from_nested([0] * 7, bool(trial % 2))
-        mu = rng.uniform(-1, 1, 7)
-        src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng(trial))
-        st = method.State(tree, 0.0, T.GAUSSIAN)
+def _random_shape(rng, max_depth=3, max_children=6):
+    def node(d):
+        if d >= max_depth or (d > 0 and rng.random() < 0.3):
+            return 0
+        return [node(d + 1) for _ in range(int(rng.integers(1, max_children + 1)))]
+    return node(0)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "bernoulli"])
+def test_tournament_selection_equals_the_linear_scan_on_random_trees(family):
+    """The O(1)-per-level walk over tournament trees picks the same leaf as the linear scan of the
+    ratio rule, for the three forcing modes, on many random irregular trees (Bernoulli leaves make
+    exact ties of cost and count frequent, so the tie-breaking is exercised too)."""
+    rng = np.random.default_rng(11)
+    fam = T.FAMILIES[family]
+    theta = 0.0 if family == "gaussian" else 0.5
+    checked = 0
+    for trial in range(120):
+        tree = T.from_nested(_random_shape(rng), bool(rng.random() < 0.5))
+        if tree.n_leaves < 2:
+            continue
+        mu = rng.uniform(-1, 1, tree.n_leaves) if family == "gaussian" else rng.uniform(0.05, 0.95, tree.n_leaves)
+        src = method.RewardSource(mu, fam, np.random.default_rng(trial))
+        st = method.State(tree, theta, fam)
         st.initialise(src.draw_all())
-        for _ in range(150):
-            leaf = st.select_ratio()
-            assert leaf == st.select_dtracking()
+        for r in range(120):
+            forcing = ("node", "global", "none")[r % 3]
+            leaf = st.select_ratio(forcing)
+            assert leaf == st.select_ratio_scan(forcing), (trial, r, forcing)
+            checked += 1
             st.add(leaf, src.draw(leaf))
+    assert checked > 10000
+
+
+def test_tournament_selection_on_a_wide_tree_with_ties():
+    """1000 Bernoulli children, all pulled once with the same reward: every key ties at the start."""
+    tree = T.regular(1000, 1, root_is_max=False)
+    st = method.State(tree, 0.5, T.BERNOULLI)
+    st.initialise(np.ones(1000))
+    src = method.RewardSource(np.full(1000, 0.7), T.BERNOULLI, np.random.default_rng(0))
+    for _ in range(400):
+        leaf = st.select_ratio()
+        assert leaf == st.select_ratio_scan()
+        st.add(leaf, src.draw(leaf))
+        sol = T.solve(tree, st.means(), 0.5, T.BERNOULLI, counts=st.leaf_counts())
+        assert st.glr[0] == pytest.approx(sol.glr[0], rel=1e-9)
+        assert st.cost[0] == pytest.approx(sol.cost[0], rel=1e-9)
+
+
+def test_global_forced_exploration_follows_the_sqrt_schedule():
+    """ratio_global forces the least-sampled leaf exactly in the rounds where some N_i < sqrt(t) - K/2
+    (replayed from the counts), and then every N_i >= sqrt(t) - K/2 - 1 (Garivier & Kaufmann 2016, Lemma 7)."""
+    tree = T.from_nested([[0, 0, 0], [0, 0, 0], [0, 0]], True)
+    mu = np.array([0.9, 0.8, 0.7, -0.5, 0.1, 0.2, -0.9, -0.8])  # one cheap certificate: the rest starve
+    K = tree.n_leaves
+    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng(3))
+    st = method.State(tree, 0.0, T.GAUSSIAN)
+    st.initialise(src.draw_all())
+    expected = 0
+    for _ in range(4000):
+        counts = st.leaf_counts()
+        forced = counts.min() < np.sqrt(st.t) - K / 2
+        before = st.forced
+        leaf = st.select_ratio("global")
+        assert (st.forced - before) == int(forced)
+        if forced:
+            assert leaf == int(np.argmin(counts))
+        expected += int(forced)
+        st.add(leaf, src.draw(leaf))
+        assert st.leaf_counts().min() >= np.sqrt(st.t) - K / 2 - 1
+    assert st.forced == expected and expected > 50  # the schedule is active on this instance
+
+
+def test_per_node_forced_exploration_keeps_every_child_above_its_schedule():
+    """Per-node forcing: each child of every node n keeps N_c >= sqrt(N_n) - b_n/2 - 1 at every round."""
+    tree = T.from_nested([[0, 0, 0, 0], [0, 0], [0, 0, 0]], True)
+    mu = np.array([0.9, 0.8, 0.7, 0.6, -0.5, 0.1, -0.2, -0.9, -0.8])
+    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng(4))
+    st = method.State(tree, 0.0, T.GAUSSIAN)
+    st.initialise(src.draw_all())
+    for _ in range(3000):
+        leaf = st.select_ratio()
+        st.add(leaf, src.draw(leaf))
+        for n, ch in enumerate(st.children):
+            for c in ch:
+                assert st.N[c] >= np.sqrt(st.N[n]) - len(ch) / 2 - 1
+    assert st.forced > 0
+
+
+def test_lucb_threshold_with_and_without_the_k_factor():
+    tree = T.regular(7, 2)
+    K = tree.n_leaves
+    for calibration, factor in (("k", K), ("matched", 1)):
+        st = baselines.LucbState(tree, T.GAUSSIAN, 0.0, 0.01, calibration=calibration)
+        for n in (1, 10, 1000):
+            assert st.level(n) == pytest.approx(np.log(factor * (1 + np.log(n)) / 0.01), rel=1e-12)
+        # the Gaussian interval is mu_hat +- sqrt(2 b(n) / n)
+        lo, hi = baselines._kl_bounds(0.3, 50, st.level(50), T.GAUSSIAN, 1.0)
+        assert hi - 0.3 == pytest.approx(np.sqrt(2 * st.level(50) / 50), rel=1e-12)
+    k = baselines.LucbState(tree, T.GAUSSIAN, 0.0, 0.01, calibration="k")
+    m = baselines.LucbState(tree, T.GAUSSIAN, 0.0, 0.01, calibration="matched")
+    assert k.level(5) - m.level(5) == pytest.approx(np.log(K), rel=1e-12)
+    with pytest.raises(ValueError, match="calibration"):
+        baselines.LucbState(tree, T.GAUSSIAN, 0.0, 0.01, calibration="nonsense")
+    # Bernoulli KL interval: the bound sits where n kl(mu_hat, bound) = b(n)
+    lo, hi = baselines._kl_bounds(0.3, 40, m.level(40), T.BERNOULLI, 1.0)
+    assert 40 * T.divergence_scalar(0.3, hi, T.BERNOULLI) == pytest.approx(m.level(40), rel=1e-6)
+    assert 40 * T.divergence_scalar(0.3, lo, T.BERNOULLI) == pytest.approx(m.level(40), rel=1e-6)
 
 
 def test_ratio_walk_picks_the_leaf_of_a_from_scratch_pass_on_deep_trees():
@@ -110,14 +205,16 @@ def test_error_rate_stays_below_delta_on_a_small_tree():
     tree = T.from_nested([[0, 0], [0, 0]], True)
     mu = np.array([0.35, -0.3, 0.5, 0.2])  # root = max(min(.35,-.3), min(.5,.2)) = 0.2 >= 0
     delta = 0.2
-    for rule in ("ratio", "uniform"):
+    for rule in ("ratio", "ratio_global", "uniform"):
         res = [method.track_and_stop(tree, mu, T.GAUSSIAN, 0.0, delta, np.random.default_rng([s, 1]), rule)
                for s in range(150)]
         errors = sum(not r["answer"] for r in res)
         assert errors / len(res) <= delta
         assert not any(r["truncated"] for r in res)
-    res = [baselines.lucb_mcts(tree, mu, T.GAUSSIAN, 0.0, delta, np.random.default_rng([s, 2])) for s in range(100)]
-    assert sum(not r["answer"] for r in res) / len(res) <= delta
+    for calibration in baselines.CALIBRATIONS:
+        res = [baselines.lucb_mcts(tree, mu, T.GAUSSIAN, 0.0, delta, np.random.default_rng([s, 2]),
+                                   calibration=calibration) for s in range(100)]
+        assert sum(not r["answer"] for r in res) / len(res) <= delta
 
 
 def test_bernoulli_runs_stop_and_answer():

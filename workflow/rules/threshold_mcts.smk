@@ -9,7 +9,8 @@ rule threshold_mcts_simulate:
         metrics=f"{TM}/simulate/{{variant}}/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("threshold_mcts", "seeds", "deltas", "runs", "algorithms", "stopping", "lp_check_trees"),
+        args=paper_params("threshold_mcts", "seeds", "deltas", "runs", "algorithms", "stopping", "lp_check_trees",
+                          "asymptotics"),
         wildcards=wildcards_json,
         code=code_stamp("threshold_mcts"),
         out=folder_of("output", "metrics"),

@@ -21,6 +21,11 @@ def check_config(block: dict) -> list[str]:
             problems.append(f"variants.{name}.t_star_range: need low < high, got {v.get('t_star_range')}")
     if any(not 0 < d < 1 for d in block.get("deltas", [])):
         problems.append("deltas: every delta must lie in (0, 1)")
+    asym = block.get("asymptotics", {})
+    if len(asym.get("runs", [])) != len(asym.get("deltas", [])):
+        problems.append("asymptotics.runs: need one run count per entry of asymptotics.deltas")
+    if any(not 0 < d < 1 for d in asym.get("deltas", [])):
+        problems.append("asymptotics.deltas: every delta must lie in (0, 1)")
     if "ratio" not in block.get("algorithms", ["ratio"]):
         problems.append("algorithms: must include 'ratio' (the paper's method)")
     return problems

@@ -2,7 +2,9 @@
 rule="uniform") and an LUCB-style MCTS for thresholding (after LUCB-MCTS of Kaufmann & Koolen 2017).
 
 LUCB-MCTS keeps a confidence interval [L_i, U_i] per leaf, {lambda : N_i d(mu_hat_i, lambda) <= b(N_i)}
-with b(n) = log(K (1 + log n) / delta), and propagates it up (U_n = max/min of the children's U, same
+with b(n) = log(K (1 + log n) / delta) (calibration "k", as in LUCB-MCTS: a union bound over the K
+leaves) or b(n) = log((1 + log n) / delta) (calibration "matched": the same log(1/delta) + log log
+term as Track-and-Stop's practical GLR threshold, without the factor K), and propagates it up (U_n = max/min of the children's U, same
 for L). It stops when L_root >= theta (answer yes) or U_root < theta (answer no); otherwise it samples the
 root's representative leaf, found as in LUCB-MCTS by following the child with the highest U at MAX nodes
 and the lowest L at MIN nodes. For thresholding this leaf is the right one for both answers: to prove
@@ -18,6 +20,8 @@ import numpy as np
 
 from . import tree as T
 from .method import RewardSource
+
+CALIBRATIONS = ("k", "matched")
 
 
 def _kl_bounds(mu: float, n: int, level: float, family: int, sigma: float) -> tuple[float, float]:
@@ -43,8 +47,12 @@ def _kl_bounds(mu: float, n: int, level: float, family: int, sigma: float) -> tu
 class LucbState:
     """Confidence intervals of the leaves and their MAX/MIN propagation, updated along one path."""
 
-    def __init__(self, tree: T.Tree, family, theta: float, delta: float, sigma: float = 1.0):
+    def __init__(self, tree: T.Tree, family, theta: float, delta: float, sigma: float = 1.0,
+                 calibration: str = "k"):
+        if calibration not in CALIBRATIONS:
+            raise ValueError(f"LUCB calibration {calibration!r}: use one of {CALIBRATIONS}")
         self.tree, self.theta, self.delta, self.sigma = tree, theta, delta, sigma
+        self.k_factor = tree.n_leaves if calibration == "k" else 1
         K = tree.n_leaves
         self.fam = [int(f) for f in np.broadcast_to(np.asarray(family), (K,))]
         self.children = [list(tree.children(n)) for n in range(tree.n_nodes)]
@@ -56,8 +64,12 @@ class LucbState:
         self.L, self.U = [0.0] * tree.n_nodes, [0.0] * tree.n_nodes
         self.t = 0
 
+    def level(self, n: int) -> float:
+        """Exploration level b(n) of a leaf sampled n times."""
+        return math.log(self.k_factor * (1.0 + math.log(n)) / self.delta)
+
     def _refresh_leaf(self, i: int) -> None:
-        level = math.log(self.tree.n_leaves * (1.0 + math.log(self.N[i])) / self.delta)
+        level = self.level(self.N[i])
         node = self.leaf_node[i]
         self.L[node], self.U[node] = _kl_bounds(self.S[i] / self.N[i], self.N[i], level, self.fam[i], self.sigma)
 
@@ -111,9 +123,9 @@ class LucbState:
 
 
 def lucb_mcts(tree: T.Tree, mu, family, theta: float, delta: float, rng: np.random.Generator,
-              max_samples: int = 10 ** 6, sigma: float = 1.0) -> dict:
+              max_samples: int = 10 ** 6, sigma: float = 1.0, calibration: str = "k") -> dict:
     src = RewardSource(mu, family, rng, sigma)
-    st = LucbState(tree, family, theta, delta, sigma)
+    st = LucbState(tree, family, theta, delta, sigma, calibration)
     st.initialise(src.draw_all())
     while not st.decided() and st.t < max_samples:
         leaf = st.representative()

@@ -1,4 +1,4 @@
-"""Track-and-Stop for thresholding MCTS: GLR stopping, D-tracking, and ratio-based D-tracking.
+"""Track-and-Stop for thresholding MCTS: GLR stopping, D-tracking, and ratio-based tracking.
 
 Stopping (GLR): stop at the first t with Z(t) = F_root(N(t); mu_hat(t)) > beta(t, delta) and answer
 "root >= theta" iff the empirical root value is >= theta (see tree.py for F).
@@ -6,11 +6,21 @@ Stopping (GLR): stop at the first t with Z(t) = F_root(N(t); mu_hat(t)) > beta(t
 D-tracking (Garivier & Kaufmann 2016) over the leaves: if some leaf has N_i < sqrt(t) - K/2 pull the
 least-sampled leaf, else pull argmax_i t w*_i(mu_hat) - N_i. Computing w* is a full pass: O(K) per round.
 
-Ratio-based D-tracking: w* factorises along the tree (each internal node splits its weight among its
-children in ratios r_c), so the same rule is applied locally while walking down from the root: at node
-n with N_n samples in its subtree, force the least-sampled child if N_c < sqrt(N_n) - b_n/2, else go to
-argmax_c N_n r_c - N_c. The per-node statistics (values, GLR, costs) are kept incrementally, updated
-only along the sampled leaf's path, so a round costs O(branching x depth) = O(log #leaves).
+Ratio-based tracking: w* factorises along the tree (each internal node n splits its weight among its
+children in ratios r_c), so the tracking rule is applied locally while walking down from the root: at
+node n with N_n samples in its subtree, force the least-sampled child if N_c < sqrt(N_n) - b_n/2
+(per-node forced exploration), else go to the child with the smallest ratio N_c / r_c (the child
+furthest behind its share). The ratios are r_c = c_c / c_n at a "disagree" node, so the key is
+N_c / c_c up to the common factor c_n: it depends on the child alone. At an "agree" node r_c is 1 for
+the cheapest same-side child (shared on ties), 0 for the rest, so the key is (c_c, N_c) over the
+same-side children. Every node keeps a tournament tree over its children holding these keys and the
+aggregates its own statistics need (max/min value, sums and minima of the GLR and cost terms), so a
+sample updates O(log b_n) entries at each node of its path and the walk reads the winner at each
+node in O(1): O(sum over the path of log b_n) = O(log #leaves) per round, also for a depth-1 tree
+with 10^4 leaves. `select_ratio_scan` is the same rule by a linear scan over the children (the
+reference of the tests). The "global" variant replaces per-node forcing by D-tracking's global
+schedule (pull the least-sampled leaf while some N_i < sqrt(t) - K/2, found by a tournament tree over
+the leaves).
 """
 
 from __future__ import annotations
@@ -35,6 +45,117 @@ def beta(t: int, delta: float, kind: str = "practical", n_leaves: int = 1) -> fl
     raise ValueError(f"config key 'threshold_mcts.stopping.beta': unknown threshold {kind!r} (practical, union)")
 
 
+_NONE3 = (INF, INF, INF)     # empty slot of an (cost, N, slot) argmin
+_NONE_D = (2, 0.0, 0)          # empty slot of a disagree-key argmin
+_NONE_N = (INF, INF)           # empty slot of an (N, slot) argmin
+
+
+class _Children:
+    """Tournament tree over the children of one internal node (slots 0..b-1, leaves at P + slot).
+
+    Per position: the max (MAX node) or min (MIN node) value, the GLR sums over children >= theta
+    (ga) and < theta (gb), the GLR minimum, the cost sum, and the argmins (cost, N, slot) over
+    children >= theta (a) and < theta (bl), the disagree key (flag, N / cost or N, slot) (d) and
+    (N, slot) (n). Ties go to the lower slot (tuple order), as in the linear scan."""
+
+    __slots__ = ("P", "is_max", "v", "ga", "gb", "gmin", "csum", "a", "bl", "d", "n")
+
+    def __init__(self, b: int, is_max: bool):
+        P = 1
+        while P < b:
+            P *= 2
+        self.P, self.is_max = P, is_max
+        self.v = [-INF if is_max else INF] * (2 * P)
+        self.ga, self.gb, self.gmin, self.csum = [0.0] * (2 * P), [0.0] * (2 * P), [INF] * (2 * P), [0.0] * (2 * P)
+        self.a, self.bl, self.d, self.n = [_NONE3] * (2 * P), [_NONE3] * (2 * P), [_NONE_D] * (2 * P), [_NONE_N] * (2 * P)
+
+    def set(self, slot: int, v: float, g: float, c: float, N: int, theta: float) -> None:
+        p = self.P + slot
+        self.v[p] = v
+        self.gmin[p], self.csum[p] = g, c
+        if v >= theta:
+            self.ga[p], self.gb[p], self.a[p], self.bl[p] = g, 0.0, (c, N, slot), _NONE3
+        else:
+            self.ga[p], self.gb[p], self.a[p], self.bl[p] = 0.0, g, _NONE3, (c, N, slot)
+        self.d[p] = (0, N, slot) if c == INF else (1, N / c, slot)
+        self.n[p] = (N, slot)
+
+    def update(self, slot: int, v: float, g: float, c: float, N: int, theta: float) -> None:
+        """Set one child's entry and recompute its log2(P) ancestors (the loop body is `pull`, inlined)."""
+        self.set(slot, v, g, c, N, theta)
+        p = (self.P + slot) >> 1
+        vv, ga, gb, gmin, csum, a, bl, d, n = self.v, self.ga, self.gb, self.gmin, self.csum, self.a, self.bl, self.d, self.n
+        if self.is_max:
+            while p:
+                l = 2 * p
+                r = l + 1
+                vv[p] = vv[l] if vv[l] >= vv[r] else vv[r]
+                ga[p] = ga[l] + ga[r]
+                gb[p] = gb[l] + gb[r]
+                gmin[p] = gmin[l] if gmin[l] <= gmin[r] else gmin[r]
+                csum[p] = csum[l] + csum[r]
+                a[p] = a[l] if a[l] <= a[r] else a[r]
+                bl[p] = bl[l] if bl[l] <= bl[r] else bl[r]
+                d[p] = d[l] if d[l] <= d[r] else d[r]
+                n[p] = n[l] if n[l] <= n[r] else n[r]
+                p >>= 1
+        else:
+            while p:
+                l = 2 * p
+                r = l + 1
+                vv[p] = vv[l] if vv[l] <= vv[r] else vv[r]
+                ga[p] = ga[l] + ga[r]
+                gb[p] = gb[l] + gb[r]
+                gmin[p] = gmin[l] if gmin[l] <= gmin[r] else gmin[r]
+                csum[p] = csum[l] + csum[r]
+                a[p] = a[l] if a[l] <= a[r] else a[r]
+                bl[p] = bl[l] if bl[l] <= bl[r] else bl[r]
+                d[p] = d[l] if d[l] <= d[r] else d[r]
+                n[p] = n[l] if n[l] <= n[r] else n[r]
+                p >>= 1
+
+    def pull(self, p: int) -> None:
+        """Recompute position p from its two children."""
+        l, r = 2 * p, 2 * p + 1
+        vv = self.v
+        vv[p] = (max if self.is_max else min)(vv[l], vv[r])
+        self.ga[p] = self.ga[l] + self.ga[r]
+        self.gb[p] = self.gb[l] + self.gb[r]
+        self.gmin[p] = min(self.gmin[l], self.gmin[r])
+        self.csum[p] = self.csum[l] + self.csum[r]
+        for arr in (self.a, self.bl, self.d, self.n):
+            arr[p] = arr[l] if arr[l] <= arr[r] else arr[r]
+
+    def build(self) -> None:
+        for p in range(self.P - 1, 0, -1):
+            self.pull(p)
+
+
+class _LeafCounts:
+    """Tournament tree of (N_i, i) over the leaves: the least-sampled leaf in O(1), updates in O(log K)."""
+
+    def __init__(self, counts):
+        P = 1
+        while P < len(counts):
+            P *= 2
+        self.P = P
+        self.m = [_NONE_N] * (2 * P)
+        for i, c in enumerate(counts):
+            self.m[P + i] = (int(c), i)
+        for p in range(P - 1, 0, -1):
+            self.m[p] = min(self.m[2 * p], self.m[2 * p + 1])
+
+    def set(self, i: int, c: int) -> None:
+        m = self.m
+        p = self.P + i
+        m[p] = (c, i)
+        p >>= 1
+        while p:
+            l, r = m[2 * p], m[2 * p + 1]
+            m[p] = l if l <= r else r
+            p >>= 1
+
+
 class State:
     """Counts, empirical means and the incremental per-node statistics of one run."""
 
@@ -44,6 +165,7 @@ class State:
         self.family = [int(f) for f in np.broadcast_to(np.asarray(family), (K,))]
         self.children = [list(tree.children(n)) for n in range(tree.n_nodes)]
         self.parent = [int(p) for p in tree.parent]
+        self.slot = [int(n - tree.first_child[p]) if p >= 0 else -1 for n, p in enumerate(tree.parent)]
         self.is_max = [bool(x) for x in tree.is_max]
         self.leaf_node = [int(x) for x in tree.leaf_nodes]
         self.leaf_of = [int(x) for x in tree.leaf_of]
@@ -52,6 +174,9 @@ class State:
         self.val = [0.0] * tree.n_nodes
         self.glr = [0.0] * tree.n_nodes
         self.cost = [INF] * tree.n_nodes
+        self.kids: list = [None] * tree.n_nodes
+        self.leafmin = None
+        self.forced = 0        # rounds decided by forced exploration (per-node or global)
         self.t = 0
 
     # ---------------------------------------------------------------- statistics
@@ -67,10 +192,24 @@ class State:
             for n in range(start, stop):
                 if self.tree.n_children[n]:
                     counts[n] = counts[self.tree.first_child[n]:self.tree.first_child[n] + self.tree.n_children[n]].sum()
-        self.N = counts.tolist()
         sol = T.solve(self.tree, rewards, self.theta, np.asarray(self.family), counts=np.ones(K), sigma=self.sigma)
-        self.val, self.glr, self.cost = sol.values.tolist(), sol.glr.tolist(), sol.cost.tolist()
+        self.load(counts.tolist(), sol.values.tolist(), sol.glr.tolist(), sol.cost.tolist())
         self.t = K
+
+    def load(self, N, val, glr, cost) -> None:
+        """Set every node's statistics (e.g. from a full pass) and rebuild the tournament trees."""
+        self.N, self.val, self.glr, self.cost = list(N), list(val), list(glr), list(cost)
+        th = self.theta
+        for n, ch in enumerate(self.children):
+            if not ch:
+                continue
+            kt = _Children(len(ch), self.is_max[n])
+            for j, c in enumerate(ch):
+                kt.set(j, self.val[c], self.glr[c], self.cost[c], self.N[c], th)
+            kt.build()
+            self.kids[n] = kt
+        self.leafmin = _LeafCounts([self.N[x] for x in self.leaf_node])
+        self.t = sum(self.N[x] for x in self.leaf_node)
 
     def means(self) -> np.ndarray:
         N = np.asarray(self.N)[self.tree.leaf_nodes]
@@ -80,7 +219,8 @@ class State:
         return np.asarray(self.N)[self.tree.leaf_nodes]
 
     def add(self, leaf: int, reward: float) -> None:
-        """Record one sample and update the statistics on the leaf's path to the root."""
+        """Record one sample and update the statistics on the leaf's path to the root:
+        O(log b_n) tournament-tree entries at each node n of the path."""
         node = self.leaf_node[leaf]
         self.S[leaf] += reward
         self.N[node] += 1
@@ -88,30 +228,25 @@ class State:
         mu = self.S[leaf] / n
         d = T.divergence_scalar(mu, self.theta, self.family[leaf], self.sigma)
         self.val[node], self.glr[node], self.cost[node] = mu, n * d, (1.0 / d if d > 0 else INF)
-        node = self.parent[node]
+        self.leafmin.set(leaf, n)
+        theta, val, glr, cost, N = self.theta, self.val, self.glr, self.cost, self.N
+        child, node = node, self.parent[node]
         while node >= 0:
-            self.N[node] += 1
-            self._update_node(node)
-            node = self.parent[node]
+            N[node] += 1
+            kt = self.kids[node]
+            kt.update(self.slot[child], val[child], glr[child], cost[child], N[child], theta)
+            V = kt.v[1]
+            val[node] = V
+            above = V >= theta
+            if self.is_max[node] == above:  # agree: every same-side child must flip
+                if above:
+                    glr[node], cost[node] = kt.ga[1], kt.a[1][0]
+                else:
+                    glr[node], cost[node] = kt.gb[1], kt.bl[1][0]
+            else:  # disagree: one child flipping suffices
+                glr[node], cost[node] = kt.gmin[1], kt.csum[1]
+            child, node = node, self.parent[node]
         self.t += 1
-
-    def _update_node(self, n: int) -> None:
-        ch, val, glr, cost, theta = self.children[n], self.val, self.glr, self.cost, self.theta
-        vals = [val[c] for c in ch]
-        V = max(vals) if self.is_max[n] else min(vals)
-        above = V >= theta
-        self.val[n] = V
-        if self.is_max[n] == above:  # agree: every same-side child must flip
-            g, cm = 0.0, INF
-            for c, v in zip(ch, vals):
-                if (v >= theta) == above:
-                    g += glr[c]
-                    if cost[c] < cm:
-                        cm = cost[c]
-            self.glr[n], self.cost[n] = g, cm
-        else:  # disagree: one child flipping suffices
-            self.glr[n] = min(glr[c] for c in ch)
-            self.cost[n] = sum(cost[c] for c in ch)
 
     def ratios(self, n: int) -> list[float]:
         """Optimal shares r_c of n's children (tree.py: argmin same-side child, or c_c / c_n)."""
@@ -141,23 +276,56 @@ class State:
         return self.val[0] >= self.theta
 
     # ---------------------------------------------------------------- sampling rules
-    def select_ratio(self) -> int:
-        """Ratio-based D-tracking: walk down the tree, O(branching) per level."""
+    def select_ratio(self, forcing: str = "node") -> int:
+        """Ratio-based tracking by the tournament trees: O(1) per level. forcing: 'node' (force the
+        least-sampled child when N_c < sqrt(N_n) - b_n/2) or 'global' (force the least-sampled leaf
+        when N_i < sqrt(t) - K/2, then walk without forcing)."""
+        if forcing == "global":
+            low, leaf = self.leafmin.m[1]
+            if low < math.sqrt(self.t) - len(self.leaf_node) / 2:
+                self.forced += 1
+                return leaf
+        per_node = forcing == "node"
+        n, N, theta = 0, self.N, self.theta
+        while True:
+            kt = self.kids[n]
+            if kt is None:
+                return self.leaf_of[n]
+            ch = self.children[n]
+            if per_node:
+                low, j = kt.n[1]
+                if low < math.sqrt(N[n]) - len(ch) / 2:
+                    self.forced += 1
+                    n = ch[j]
+                    continue
+            above = self.val[n] >= theta
+            if self.is_max[n] == above:
+                n = ch[(kt.a[1] if above else kt.bl[1])[2]]
+            else:
+                n = ch[kt.d[1][2]]
+
+    def select_ratio_scan(self, forcing: str = "node") -> int:
+        """The same rule by a linear scan over the children (and the leaves): O(b_n) per level.
+        Ratio key N_c / r_c (infinite where r_c = 0), smallest wins, first child on ties."""
+        if forcing == "global":
+            counts = [self.N[x] for x in self.leaf_node]
+            low = min(counts)
+            if low < math.sqrt(self.t) - len(counts) / 2:
+                return counts.index(low)
         n, N = 0, self.N
         while self.children[n]:
             ch = self.children[n]
-            Nn = N[n]
             counts = [N[c] for c in ch]
             low = min(counts)
-            if low < math.sqrt(Nn) - len(ch) / 2:
+            if forcing == "node" and low < math.sqrt(N[n]) - len(ch) / 2:
                 n = ch[counts.index(low)]
                 continue
             r = self.ratios(n)
-            best, arg = -INF, ch[0]
+            best, arg = INF, None
             for c, rc, nc in zip(ch, r, counts):
-                s = Nn * rc - nc
-                if s > best:
-                    best, arg = s, c
+                key = nc / rc if rc > 0 else INF
+                if arg is None or key < best:
+                    best, arg = key, c
             n = arg
         return self.leaf_of[n]
 
@@ -167,6 +335,7 @@ class State:
         K, t = len(counts), self.t
         under = counts < math.sqrt(t) - K / 2
         if under.any():
+            self.forced += 1
             return int(np.argmin(np.where(under, counts, np.iinfo(np.int64).max)))
         w = T.solve(self.tree, self.means(), self.theta, np.asarray(self.family), sigma=self.sigma).weights
         return int(np.argmax(t * w - counts))
@@ -199,19 +368,30 @@ class RewardSource:
         return np.array([self.draw(i) for i in range(len(self.mu))])
 
 
+RULES = ("ratio", "ratio_global", "ratio_scan", "dtracking", "uniform")
+
+
+def selector(st: State, rule: str):
+    """The sampling rule `rule` of state `st` as a function of no argument returning a leaf."""
+    K = st.tree.n_leaves
+    select = {"ratio": st.select_ratio, "ratio_global": lambda: st.select_ratio("global"),
+              "ratio_scan": st.select_ratio_scan, "dtracking": st.select_dtracking,
+              "uniform": lambda: st.t % K}.get(rule)
+    if select is None:
+        raise ValueError(f"config key 'threshold_mcts.algorithms': unknown sampling rule {rule!r} ({', '.join(RULES)})")
+    return select
+
+
 def track_and_stop(tree: T.Tree, mu, family, theta: float, delta: float, rng: np.random.Generator,
                    rule: str = "ratio", beta_kind: str = "practical", max_samples: int = 10 ** 6,
                    sigma: float = 1.0) -> dict:
-    """One run: sample by `rule` (ratio, dtracking, uniform) until the GLR exceeds beta(t, delta)."""
+    """One run: sample by `rule` (see RULES) until the GLR exceeds beta(t, delta)."""
     src = RewardSource(mu, family, rng, sigma)
     st = State(tree, theta, family, sigma)
     st.initialise(src.draw_all())
     K = tree.n_leaves
-    select = {"ratio": st.select_ratio, "dtracking": st.select_dtracking,
-              "uniform": lambda: st.t % K}.get(rule)
-    if select is None:
-        raise ValueError(f"unknown sampling rule {rule!r} (ratio, dtracking, uniform)")
+    select = selector(st, rule)
     while st.glr[0] <= beta(st.t, delta, beta_kind, K) and st.t < max_samples:
         leaf = select()
         st.add(leaf, src.draw(leaf))
-    return {"answer": st.answer(), "samples": st.t, "truncated": st.t >= max_samples}
+    return {"answer": st.answer(), "samples": st.t, "truncated": st.t >= max_samples, "forced": st.forced}

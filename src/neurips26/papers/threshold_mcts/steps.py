@@ -4,8 +4,11 @@ and timing -> figures.
 simulate draws one random MAX/MIN tree instance per seed (leaf means with T* in a set range),
 checks the T* recursion against the scipy max-min LP on random small trees, and runs every
 sampling rule for every delta many times: error rate and stopping time against T* log(1/delta).
-timing measures the wall time per round of each sampling rule against the number of leaves
-(wall times go to timing.json, never to metrics.json).
+Each simulate job also runs the asymptotics experiment: ratio tracking at deltas down to 1e-9
+with the practical threshold (many runs at the larger deltas, for the Clopper-Pearson bounds) and
+the provable union threshold beside it. timing measures the wall time per round of each sampling
+rule against the number of leaves on wide (depth 1) and deep trees (wall times go to timing.json,
+never to metrics.json).
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from . import claims as paper_claims
 from . import tree as T
 from .claims import NAMES
 
-COLORS = {"ratio": "#1f77b4", "dtracking": "#ff7f0e", "uniform": "#2ca02c", "lucb": "#d62728"}
+COLORS = {"ratio": "#1f77b4", "ratio_global": "#9467bd", "dtracking": "#ff7f0e", "uniform": "#2ca02c",
+          "lucb": "#d62728", "lucb_matched": "#e377c2", "ratio_scan": "#8c564b"}
+LINEAR_RULES = ("ratio_scan", "dtracking", "lucb")  # linear in the branching or #leaves: fewer timed rounds
+TIMING_NAMES = {"ratio": "ratio tracking, tournament trees", "ratio_scan": "ratio tracking, linear scan"}
 
 
 def _round(x, digits: int = 10):
@@ -47,10 +53,31 @@ def draw_instance(settings: dict, rng: np.random.Generator, max_tries: int = 100
                      f"[{t_low}, {t_high}] after {max_tries} draws; widen the range")
 
 
-def run_one(rule: str, tree, mu, fam, theta, delta, rng, stopping: dict) -> dict:
-    if rule == "lucb":
-        return baselines.lucb_mcts(tree, mu, fam, theta, delta, rng, max_samples=stopping["max_samples"])
-    return method.track_and_stop(tree, mu, fam, theta, delta, rng, rule, stopping["beta"], stopping["max_samples"])
+def run_one(rule: str, tree, mu, fam, theta, delta, rng, stopping: dict, beta_kind: str | None = None) -> dict:
+    if rule in ("lucb", "lucb_matched"):
+        return baselines.lucb_mcts(tree, mu, fam, theta, delta, rng, max_samples=stopping["max_samples"],
+                                   calibration="k" if rule == "lucb" else "matched")
+    return method.track_and_stop(tree, mu, fam, theta, delta, rng, rule, beta_kind or stopping["beta"],
+                                 stopping["max_samples"])
+
+
+def run_rows(rule, tree, mu, fam, theta, truth, t_star, deltas, runs, seed, tag, stopping, beta_kind=None):
+    """Runs of one rule at each delta (runs: one count per delta): errors, stopping times, forced share."""
+    rows = []
+    for di, (delta, n_runs) in enumerate(zip(deltas, runs)):
+        results = [run_one(rule, tree, mu, fam, theta, delta, np.random.default_rng([int(seed), di, r, tag]),
+                           stopping, beta_kind) for r in range(n_runs)]
+        samples = np.array([res["samples"] for res in results], dtype=float)
+        errors = np.array([res["answer"] != truth for res in results], dtype=float)
+        forced = np.array([res.get("forced", 0) for res in results], dtype=float)
+        rows.append({"delta": delta, "runs": n_runs, "errors": int(errors.sum()), "error_rate": _round(errors.mean()),
+                     "mean_samples": _round(samples.mean()), "std_samples": _round(samples.std()),
+                     "forced_share": _round((forced / samples).mean()),
+                     "truncated": int(sum(res["truncated"] for res in results)),
+                     "ratio_to_lower_bound": _round(samples.mean() / (t_star * math.log(1 / delta)))})
+        tracking.active().log_metrics({f"seed{seed}/{rule}{'' if beta_kind is None else '/' + beta_kind}/mean_samples":
+                                       samples.mean()}, step=di)
+    return rows
 
 
 def lp_check(settings: dict, trees: int, rng: np.random.Generator) -> float:
@@ -72,86 +99,111 @@ def lp_check(settings: dict, trees: int, rng: np.random.Generator) -> float:
 def simulate(params, inputs, out: Path):
     settings, stopping = params["variant_settings"], params["stopping"]
     deltas, runs, rules = params["deltas"], params["runs"], params["algorithms"]
+    asym = params["asymptotics"]
+    if len(asym["runs"]) != len(asym["deltas"]):
+        raise ValueError("config key 'threshold_mcts.asymptotics.runs': need one run count per delta")
+    theta = settings["theta"]
     seeds = []
     for seed in params["seeds"]:
         rng = np.random.default_rng([int(settings.get("instance_seed", 0)), int(seed)])
         tree, mu, fam, t_star, w = draw_instance(settings, rng)
-        truth = bool(T.tree_value(tree, mu)[0] >= settings["theta"])
+        truth = bool(T.tree_value(tree, mu)[0] >= theta)
         per_rule = {}
         for rule in rules:
-            rows = []
-            for di, delta in enumerate(deltas):
-                results = [run_one(rule, tree, mu, fam, settings["theta"], delta,
-                                   np.random.default_rng([int(seed), di, r, 7]), stopping) for r in range(runs)]
-                samples = np.array([res["samples"] for res in results], dtype=float)
-                errors = np.array([res["answer"] != truth for res in results], dtype=float)
-                rows.append({"delta": delta, "errors": int(errors.sum()), "error_rate": _round(errors.mean()),
-                             "mean_samples": _round(samples.mean()), "std_samples": _round(samples.std()),
-                             "truncated": int(sum(res["truncated"] for res in results)),
-                             "ratio_to_lower_bound": _round(samples.mean() / (t_star * math.log(1 / delta)))})
-                tracking.active().log_metrics({f"seed{seed}/{rule}/mean_samples": samples.mean(),
-                                               f"seed{seed}/{rule}/error_rate": errors.mean()}, step=di)
-            per_rule[rule] = rows
+            print(f"seed {seed}: {rule}", flush=True)
+            per_rule[rule] = run_rows(rule, tree, mu, fam, theta, truth, t_star, deltas, [runs] * len(deltas),
+                                      seed, 7, stopping)
+        print(f"seed {seed}: asymptotics", flush=True)
+        asymptotics = {"practical": run_rows("ratio", tree, mu, fam, theta, truth, t_star, asym["deltas"], asym["runs"],
+                                             seed, 11, stopping, "practical")}
+        if asym["union_runs"]:
+            asymptotics["union"] = run_rows("ratio", tree, mu, fam, theta, truth, t_star, asym["deltas"],
+                                            [asym["union_runs"]] * len(asym["deltas"]), seed, 13, stopping, "union")
         seeds.append({"seed": seed, "leaves": tree.n_leaves, "means": [_round(m) for m in mu],
                       "root_value": _round(T.tree_value(tree, mu)[0]), "answer": truth,
                       "t_star": _round(t_star), "weights": [_round(x) for x in w], "rules": per_rule,
+                      "asymptotics": asymptotics,
                       "lp_check_max_rel_gap": _round(lp_check(settings, params["lp_check_trees"], rng), 4)})
     io.write_json(out / "metrics.json", {"variant": params["variant"], "settings": settings, "deltas": deltas,
-                                         "runs": runs, "stopping": stopping, "seeds": seeds})
+                                         "runs": runs, "stopping": stopping, "asymptotics": asym, "seeds": seeds})
     return [out / "metrics.json"]
 
 
 # ---------------------------------------------------------------- timing
+def timing_trees(cfg: dict) -> list[tuple[str, int, T.Tree]]:
+    """(shape, #leaves, tree): wide = depth 1 with `wide` children; deep = `deep.branching`^depth."""
+    out = [("wide", b, T.regular(b, 1)) for b in cfg["wide"]]
+    out += [("deep", cfg["deep"]["branching"] ** d, T.regular(cfg["deep"]["branching"], d)) for d in cfg["deep"]["depths"]]
+    return out
+
+
+def _blocks(rounds: int, blocks: int) -> list[int]:
+    """Split `rounds` timed rounds into `blocks` blocks (at least one round each)."""
+    blocks = max(1, min(blocks, rounds))
+    return [rounds // blocks + (i < rounds % blocks) for i in range(blocks)]
+
+
 def measure_round_times(cfg: dict, report=None) -> tuple[dict, dict, dict]:
-    """Seconds per round of each sampling rule (selection + update + stopping check) on complete
-    trees of growing size; also checks on every timed round that the tree walk picks the leaf a
-    from-scratch pass would pick (deterministic, goes to metrics). Returns the best time of the
-    repeats, every repeat's time (the replicates of the timing claim) and the agreement shares."""
-    timing = {rule: {} for rule in cfg["algorithms"]}
-    repeats = {rule: {} for rule in cfg["algorithms"]}
+    """Seconds per round of each sampling rule (selection + update + stopping check) on wide and deep
+    complete trees. A repeat's value is its fastest block of rounds (timing.blocks blocks per repeat):
+    on a shared machine a block hit by preemption is discarded rather than averaged in. Also checks on every checked round that the tournament-tree walk picks the leaf
+    the linear scan picks on statistics recomputed by a full pass (deterministic, goes to metrics).
+    Returns {shape: {rule: {K: best}}}, {shape: {rule: {K: [every repeat]}}} and the agreement shares."""
+    timing = {shape: {rule: {} for rule in cfg["algorithms"]} for shape in ("wide", "deep")}
+    repeats = {shape: {rule: {} for rule in cfg["algorithms"]} for shape in ("wide", "deep")}
     agree = {}
-    for depth in cfg["depths"]:
-        tree = T.regular(cfg["branching"], depth)
-        rng = np.random.default_rng([int(cfg["seed"]), depth])
+    for shape, K, tree in timing_trees(cfg):
+        rng = np.random.default_rng([int(cfg["seed"]), K, shape == "deep"])
         mu = rng.uniform(-1.0, 1.0, tree.n_leaves)
-        K = tree.n_leaves
         for rule in cfg["algorithms"]:
             times = []
+            rounds = cfg["linear_rounds"] if rule in LINEAR_RULES else cfg["rounds"]
             for rep in range(cfg["repeats"]):
-                src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng([rep, depth]))
+                src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng([rep, K]))
+                warm = max(1, rounds // 4)  # untimed rounds first: caches and allocator settle
                 if rule == "lucb":
                     lst = baselines.LucbState(tree, T.GAUSSIAN, 0.0, 0.01)
                     lst.initialise(src.draw_all())
-                    t0 = time.perf_counter()
-                    for _ in range(cfg["rounds"]):
+                    for _ in range(warm):
                         leaf = lst.representative()
                         lst.add(leaf, src.draw(leaf))
-                        _ = lst.decided()
-                    times.append((time.perf_counter() - t0) / cfg["rounds"])
+                    block_times = []
+                    for block in _blocks(rounds, cfg["blocks"]):
+                        t0 = time.perf_counter()
+                        for _ in range(block):
+                            leaf = lst.representative()
+                            lst.add(leaf, src.draw(leaf))
+                            _ = lst.decided()
+                        block_times.append((time.perf_counter() - t0) / block)
+                    times.append(min(block_times))
                     continue
                 st = method.State(tree, 0.0, T.GAUSSIAN)
                 st.initialise(src.draw_all())
-                select = {"ratio": st.select_ratio, "dtracking": st.select_dtracking,
-                          "uniform": lambda: st.t % K}[rule]
-                t0 = time.perf_counter()
-                for _ in range(cfg["rounds"]):
+                select = method.selector(st, rule)
+                for _ in range(warm):
                     leaf = select()
                     st.add(leaf, src.draw(leaf))
-                    _ = st.glr[0] > method.beta(st.t, 0.01)
-                times.append((time.perf_counter() - t0) / cfg["rounds"])
-            best = min(times)
-            timing[rule][str(K)] = best
-            repeats[rule][str(K)] = times
+                block_times = []
+                for block in _blocks(rounds, cfg["blocks"]):
+                    t0 = time.perf_counter()
+                    for _ in range(block):
+                        leaf = select()
+                        st.add(leaf, src.draw(leaf))
+                        _ = st.glr[0] > method.beta(st.t, 0.01)
+                    block_times.append((time.perf_counter() - t0) / block)
+                times.append(min(block_times))
+            timing[shape][rule][str(K)] = min(times)
+            repeats[shape][rule][str(K)] = times
             if report:
-                report(K, rule, best)
-        agree[str(K)] = _walk_matches_scan(tree, mu, cfg["check_rounds"], depth)
+                report(shape, K, rule, min(times))
+        agree[f"{shape} {K}"] = _walk_matches_scan(tree, mu, cfg["check_rounds"], K)
     return timing, repeats, agree
 
 
-def _walk_matches_scan(tree, mu, rounds: int, depth: int) -> float:
-    """Share of rounds where the incremental tree walk picks the same leaf as the ratio rule
-    evaluated on statistics recomputed from scratch by a full pass."""
-    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng([99, depth]))
+def _walk_matches_scan(tree, mu, rounds: int, seed: int) -> float:
+    """Share of rounds where the incremental tournament-tree walk picks the same leaf as the linear
+    scan of the ratio rule evaluated on statistics recomputed from scratch by a full pass."""
+    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng([99, seed]))
     st = method.State(tree, 0.0, T.GAUSSIAN)
     st.initialise(src.draw_all())
     same = 0
@@ -160,24 +212,38 @@ def _walk_matches_scan(tree, mu, rounds: int, depth: int) -> float:
         fresh = method.State(tree, 0.0, T.GAUSSIAN)
         sol = T.solve(tree, st.means(), 0.0, T.GAUSSIAN, counts=st.leaf_counts())
         fresh.N, fresh.val, fresh.glr, fresh.cost = list(st.N), sol.values.tolist(), sol.glr.tolist(), sol.cost.tolist()
-        same += int(fresh.select_ratio() == walk)
+        fresh.t = st.t
+        same += int(fresh.select_ratio_scan() == walk)
         st.add(walk, src.draw(walk))
     return same / rounds
 
 
 def timing(params, inputs, out: Path):
     cfg = params["timing"]
-    seconds, repeats, agree = measure_round_times(cfg)
-    io.write_json(out / "metrics.json", {"timing_config": cfg, "walk_matches_full_pass": agree,
-                                         "leaves": [cfg["branching"] ** d for d in cfg["depths"]]})
+    seconds, repeats, agree = measure_round_times(
+        cfg, report=lambda shape, K, rule, s: print(f"{shape} {K} leaves {rule}: {s * 1e6:.1f} us/round", flush=True))
+    io.write_json(out / "metrics.json", {"timing_config": cfg, "walk_matches_scan": agree,
+                                         "leaves": {shape: sorted({K for sh, K, _ in timing_trees(cfg) if sh == shape})
+                                                    for shape in ("wide", "deep")}})
     io.write_json(out / "timing.json", {"seconds_per_round": seconds, "seconds_per_round_repeats": repeats})
-    for rule, per in seconds.items():
-        for i, (k, v) in enumerate(per.items()):
-            tracking.active().log_metrics({f"{rule}/seconds_per_round": v}, step=int(k))
+    for shape, per_rule in seconds.items():
+        for rule, per in per_rule.items():
+            for k, v in per.items():
+                tracking.active().log_metrics({f"{shape}/{rule}/seconds_per_round": v}, step=int(k))
     return [out / "metrics.json", out / "timing.json"]
 
 
 # ---------------------------------------------------------------- figures
+def _kl_delta(delta: float) -> float:
+    """kl(delta, 1 - delta): the finite-delta lower bound is T* kl(delta, 1 - delta)."""
+    return float(T.kl_bernoulli(delta, 1 - delta))
+
+
+def _pooled(seeds, get, di):
+    rows = [get(s)[di] for s in seeds]
+    return sum(r["errors"] for r in rows), sum(r["runs"] for r in rows)
+
+
 def figures(params, inputs, out: Path):
     variants, scale = params["run_variants"], params["scale"]
     runs = {v: io.read_json(inputs["sims"] / v / "metrics.json") for v in variants}
@@ -186,54 +252,85 @@ def figures(params, inputs, out: Path):
     tsec = tjson["seconds_per_round"]
     figdir = out / "figures"
     rules = [r for r in NAMES if r in runs[variants[0]]["seeds"][0]["rules"]]
+    kinds = [k for k in ("practical", "union") if k in runs[variants[0]]["seeds"][0]["asymptotics"]]
+    asym_label = {"practical": "TaS ratio, practical beta (asymptotics runs)",
+                  "union": "TaS ratio, provable beta (union)"}
+    asym_color = {"practical": "#17becf", "union": "#7f7f7f"}
 
-    # error rate against delta
-    fig, axes = plotting.figure(ncols=len(variants))
+    # error rate against delta: pooled over instances, Clopper-Pearson 95% interval
+    fig, axes = plotting.figure(ncols=len(variants), width=6.0, height=4.4)
     for i, v in enumerate(variants):
         ax, m = axes[0, i], runs[v]
-        deltas = m["deltas"]
-        for rule in rules:
-            plotting.mean_band(ax, deltas, [[row["error_rate"] for row in s["rules"][rule]] for s in m["seeds"]],
-                               NAMES[rule], COLORS[rule])
-        ax.plot(deltas, deltas, "k--", lw=1, label="delta (allowed error)")
+        series = [(NAMES[r], COLORS[r], m["deltas"], lambda s, r=r: s["rules"][r]) for r in rules]
+        series += [(asym_label[k], asym_color[k], m["asymptotics"]["deltas"], lambda s, k=k: s["asymptotics"][k])
+                   for k in kinds]
+        for j, (label, color, deltas, get) in enumerate(series):
+            xs, rate, lo, hi = [], [], [], []
+            for di, delta in enumerate(deltas):
+                e, n = _pooled(m["seeds"], get, di)
+                cl, ch = claims.clopper_pearson(e, n)
+                xs.append(delta * (1.08 ** (j - len(series) / 2)))  # small offsets keep the bars apart
+                rate.append(e / n)
+                lo.append(cl)
+                hi.append(ch)
+            xs, rate, lo, hi = map(np.asarray, (xs, rate, lo, hi))
+            ax.plot(xs, hi, marker="v", ls=":", color=color, lw=1, label=f"{label}: 95% CP upper bound")
+            pos = rate > 0
+            if pos.any():
+                ax.errorbar(xs[pos], rate[pos], yerr=[rate[pos] - lo[pos], hi[pos] - rate[pos]], fmt="o",
+                            color=color, capsize=2)
+        dl = sorted({*m["deltas"], *m["asymptotics"]["deltas"]})
+        ax.plot(dl, dl, "k--", lw=1, label="delta (allowed error)")
         ax.set_xscale("log")
-        ax.set_yscale("symlog", linthresh=1e-3)
-        ax.set_ylim(0, 2 * max(deltas))
+        ax.set_yscale("log")
         ax.set_xlabel("confidence parameter delta (log scale)")
-        ax.set_ylabel(f"error rate over {m['runs']} runs per seed")
-        ax.set_title(f"{v} leaves: error rate vs delta ({scale})", fontsize=10)
-        ax.legend(fontsize=7)
+        ax.set_ylabel("error rate (dots: observed; triangles: CP upper bound)")
+        ax.set_title(f"{v}: error rate vs delta, pooled over {len(m['seeds'])} instances ({scale})", fontsize=9)
+        ax.legend(fontsize=5)
     plotting.save(fig, figdir / "error_rate.png")
 
-    # stopping time against T* log(1/delta)
-    fig, axes = plotting.figure(ncols=len(variants))
+    # stopping time / T* against log(1/delta), with the finite-delta lower bound
+    fig, axes = plotting.figure(ncols=len(variants), width=6.0, height=4.4)
     for i, v in enumerate(variants):
         ax, m = axes[0, i], runs[v]
+        ts = [s["t_star"] for s in m["seeds"]]
         x = [math.log(1 / d) for d in m["deltas"]]
         for rule in rules:
-            plotting.mean_band(ax, x, [[row["ratio_to_lower_bound"] for row in s["rules"][rule]] for s in m["seeds"]],
+            plotting.mean_band(ax, x, [[row["mean_samples"] / t for row in s["rules"][rule]] for s, t in zip(m["seeds"], ts)],
                                NAMES[rule], COLORS[rule])
-        ax.axhline(1.0, color="k", ls="--", lw=1, label="T* log(1/delta) (lower bound)")
+        xa = [math.log(1 / d) for d in m["asymptotics"]["deltas"]]
+        for k in kinds:
+            plotting.mean_band(ax, xa, [[row["mean_samples"] / t for row in s["asymptotics"][k]]
+                                        for s, t in zip(m["seeds"], ts)], asym_label[k], asym_color[k])
+        grid = np.linspace(min(x + xa), max(x + xa), 50)
+        ax.plot(grid, grid, "k--", lw=1, label="T* log(1/delta) (asymptotic rate, slope 1)")
+        ax.plot(grid, [_kl_delta(math.exp(-g)) for g in grid], "k:", lw=1.2,
+                label="finite-delta lower bound T* kl(delta, 1-delta)")
         ax.set_yscale("log")
         ax.set_xlabel("log(1/delta)")
-        ax.set_ylabel("mean stopping time / (T* log(1/delta))")
-        ax.set_title(f"{v} leaves: samples relative to T* log(1/delta)", fontsize=10)
-        ax.legend(fontsize=7)
+        ax.set_ylabel("mean stopping time / T*")
+        ax.set_title(f"{v}: E[tau] / T* vs log(1/delta) ({scale})", fontsize=9)
+        ax.legend(fontsize=5)
     plotting.save(fig, figdir / "stopping_time.png")
 
-    # wall time per round against the number of leaves
-    fig, axes = plotting.figure()
-    ax = axes[0, 0]
-    for rule, per in tsec.items():
-        ks = sorted(int(k) for k in per)
-        ax.plot(ks, [per[str(k)] * 1e6 for k in ks], marker="o", label=NAMES[rule], color=COLORS[rule])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of leaves (log scale)")
-    ax.set_ylabel("wall time per round (microseconds)")
-    ax.set_title(f"threshold_mcts: per-round cost (best of {tmeta['timing_config']['repeats']} repeats, {scale})",
-                 fontsize=10)
-    ax.legend()
+    # wall time per round against the number of leaves: wide (depth 1) and deep trees
+    tcfg = tmeta["timing_config"]
+    fig, axes = plotting.figure(ncols=2, width=5.6, height=4.2)
+    for i, shape in enumerate(("wide", "deep")):
+        ax = axes[0, i]
+        for rule, per in tsec[shape].items():
+            if not per:
+                continue
+            ks = sorted(int(k) for k in per)
+            ax.plot(ks, [per[str(k)] * 1e6 for k in ks], marker="o", label=TIMING_NAMES.get(rule, NAMES.get(rule, rule)),
+                    color=COLORS.get(rule))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("number of leaves (log scale)")
+        ax.set_ylabel("wall time per round (microseconds)")
+        what = "depth 1, K children" if shape == "wide" else f"{tcfg['deep']['branching']} children per node, depth 1-{max(tcfg['deep']['depths'])}"
+        ax.set_title(f"{shape} trees ({what}): best of {tcfg['repeats']} repeats ({scale})", fontsize=8)
+        ax.legend(fontsize=6)
     plotting.save(fig, figdir / "round_time.png")
 
     rows = []
@@ -242,24 +339,48 @@ def figures(params, inputs, out: Path):
         seeds = m["seeds"]
         for rule in rules:
             for di, delta in enumerate(m["deltas"]):
-                rows.append({"variant": v, "algorithm": NAMES[rule], "delta": delta,
-                             "error_rate": claims.fmt([s["rules"][rule][di]["error_rate"] for s in seeds]),
+                e, n = _pooled(seeds, lambda s: s["rules"][rule], di)
+                rows.append({"variant": v, "algorithm": NAMES[rule], "experiment": "comparison", "delta": delta,
+                             "errors": f"{e}/{n}", "error_rate": claims.fmt([s["rules"][rule][di]["error_rate"] for s in seeds]),
                              "mean_samples": claims.fmt([s["rules"][rule][di]["mean_samples"] for s in seeds]),
                              "samples_over_Tstar_log": claims.fmt([s["rules"][rule][di]["ratio_to_lower_bound"] for s in seeds]),
+                             "forced_share": claims.fmt([s["rules"][rule][di]["forced_share"] for s in seeds]),
                              "t_star": claims.fmt([s["t_star"] for s in seeds]),
                              "truncated_runs": sum(s["rules"][rule][di]["truncated"] for s in seeds),
                              "lp_check_max_rel_gap": max(s["lp_check_max_rel_gap"] for s in seeds)})
+        for k in kinds:
+            for di, delta in enumerate(m["asymptotics"]["deltas"]):
+                e, n = _pooled(seeds, lambda s: s["asymptotics"][k], di)
+                rows.append({"variant": v, "algorithm": asym_label[k], "experiment": "asymptotics", "delta": delta,
+                             "errors": f"{e}/{n}",
+                             "error_rate": claims.fmt([s["asymptotics"][k][di]["error_rate"] for s in seeds]),
+                             "mean_samples": claims.fmt([s["asymptotics"][k][di]["mean_samples"] for s in seeds]),
+                             "samples_over_Tstar_log": claims.fmt([s["asymptotics"][k][di]["ratio_to_lower_bound"] for s in seeds]),
+                             "forced_share": claims.fmt([s["asymptotics"][k][di]["forced_share"] for s in seeds]),
+                             "t_star": claims.fmt([s["t_star"] for s in seeds]),
+                             "truncated_runs": sum(s["asymptotics"][k][di]["truncated"] for s in seeds),
+                             "kl_lower_bound_over_Tstar": f"{_kl_delta(delta):.4g}"})
     summary = {"variants": {v: {"deltas": runs[v]["deltas"], "runs": runs[v]["runs"],
                                 "t_star": [s["t_star"] for s in runs[v]["seeds"]],
                                 "lp_gap": [s["lp_check_max_rel_gap"] for s in runs[v]["seeds"]],
                                 "rules": {rule: {key: [[row[key] for row in s["rules"][rule]] for s in runs[v]["seeds"]]
-                                                 for key in ("errors", "mean_samples")} for rule in rules}}
+                                                 for key in ("errors", "mean_samples")} for rule in rules},
+                                "asymptotics": {"deltas": runs[v]["asymptotics"]["deltas"],
+                                                "runs": runs[v]["asymptotics"]["runs"],
+                                                "slope_max_delta": runs[v]["asymptotics"]["slope_max_delta"],
+                                                **{k: {key: [[row[key] for row in s["asymptotics"][k]] for s in runs[v]["seeds"]]
+                                                       for key in ("errors", "mean_samples")} for k in kinds}}}
                             for v in variants},
                "timing": {"seconds": tjson["seconds_per_round_repeats"],
-                          "walk_matches": tmeta["walk_matches_full_pass"]}}
-    for k, share in tmeta["walk_matches_full_pass"].items():
-        rows.append({"variant": "timing", "algorithm": "ratio walk vs full pass", "delta": "",
-                     "error_rate": f"same leaf in {share:.3f} of rounds ({k} leaves)"})
+                          "walk_matches": tmeta["walk_matches_scan"]}}
+    for shape, per_rule in tsec.items():
+        for rule, per in per_rule.items():
+            for k, sec in per.items():
+                rows.append({"variant": f"timing {shape}", "algorithm": TIMING_NAMES.get(rule, NAMES.get(rule, rule)),
+                             "experiment": "round time", "delta": "", "leaves": k, "us_per_round": f"{sec * 1e6:.3g}"})
+    for k, share in tmeta["walk_matches_scan"].items():
+        rows.append({"variant": "timing", "algorithm": "tournament walk vs linear scan", "experiment": "check",
+                     "delta": "", "leaves": k, "error_rate": f"same leaf in {share:.3f} of rounds"})
     columns = list(dict.fromkeys(key for row in rows for key in row))
     io.write_csv(out / "summary.csv", [{c: r.get(c, "") for c in columns} for r in rows], columns)
     claims.write_claims(out / "claims.csv", paper_claims.claim_rows(summary, scale))
