@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.io import significant
 
 from . import baselines, method, reference
 from . import claims as paper_claims
@@ -30,11 +31,6 @@ COLORS = {"ratio": "#1f77b4", "ratio_global": "#9467bd", "dtracking": "#ff7f0e",
           "lucb": "#d62728", "lucb_matched": "#e377c2", "ratio_scan": "#8c564b"}
 LINEAR_RULES = ("ratio_scan", "dtracking", "lucb")  # linear in the branching or #leaves: fewer timed rounds
 TIMING_NAMES = {"ratio": "ratio tracking, tournament trees", "ratio_scan": "ratio tracking, linear scan"}
-
-
-def _round(x, digits: int = 10):
-    x = float(x)
-    return x if not np.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
 
 
 def draw_instance(settings: dict, rng: np.random.Generator, max_tries: int = 10000):
@@ -70,11 +66,11 @@ def run_rows(rule, tree, mu, fam, theta, truth, t_star, deltas, runs, seed, tag,
         samples = np.array([res["samples"] for res in results], dtype=float)
         errors = np.array([res["answer"] != truth for res in results], dtype=float)
         forced = np.array([res.get("forced", 0) for res in results], dtype=float)
-        rows.append({"delta": delta, "runs": n_runs, "errors": int(errors.sum()), "error_rate": _round(errors.mean()),
-                     "mean_samples": _round(samples.mean()), "std_samples": _round(samples.std()),
-                     "forced_share": _round((forced / samples).mean()),
+        rows.append({"delta": delta, "runs": n_runs, "errors": int(errors.sum()), "error_rate": significant(errors.mean()),
+                     "mean_samples": significant(samples.mean()), "std_samples": significant(samples.std()),
+                     "forced_share": significant((forced / samples).mean()),
                      "truncated": int(sum(res["truncated"] for res in results)),
-                     "ratio_to_lower_bound": _round(samples.mean() / (t_star * math.log(1 / delta)))})
+                     "ratio_to_lower_bound": significant(samples.mean() / (t_star * math.log(1 / delta)))})
         tracking.active().log_metrics({f"seed{seed}/{rule}{'' if beta_kind is None else '/' + beta_kind}/mean_samples":
                                        samples.mean()}, step=di)
     return rows
@@ -119,11 +115,11 @@ def simulate(params, inputs, out: Path):
         if asym["union_runs"]:
             asymptotics["union"] = run_rows("ratio", tree, mu, fam, theta, truth, t_star, asym["deltas"],
                                             [asym["union_runs"]] * len(asym["deltas"]), seed, 13, stopping, "union")
-        seeds.append({"seed": seed, "leaves": tree.n_leaves, "means": [_round(m) for m in mu],
-                      "root_value": _round(T.tree_value(tree, mu)[0]), "answer": truth,
-                      "t_star": _round(t_star), "weights": [_round(x) for x in w], "rules": per_rule,
+        seeds.append({"seed": seed, "leaves": tree.n_leaves, "means": [significant(m) for m in mu],
+                      "root_value": significant(T.tree_value(tree, mu)[0]), "answer": truth,
+                      "t_star": significant(t_star), "weights": [significant(x) for x in w], "rules": per_rule,
                       "asymptotics": asymptotics,
-                      "lp_check_max_rel_gap": _round(lp_check(settings, params["lp_check_trees"], rng), 4)})
+                      "lp_check_max_rel_gap": significant(lp_check(settings, params["lp_check_trees"], rng), 4)})
     io.write_json(out / "metrics.json", {"variant": params["variant"], "settings": settings, "deltas": deltas,
                                          "runs": runs, "stopping": stopping, "asymptotics": asym, "seeds": seeds})
     return [out / "metrics.json"]
@@ -381,7 +377,4 @@ def figures(params, inputs, out: Path):
     for k, share in tmeta["walk_matches_scan"].items():
         rows.append({"variant": "timing", "algorithm": "tournament walk vs linear scan", "experiment": "check",
                      "delta": "", "leaves": k, "error_rate": f"same leaf in {share:.3f} of rounds"})
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    io.write_csv(out / "summary.csv", [{c: r.get(c, "") for c in columns} for r in rows], columns)
-    claims.write_claims(out / "claims.csv", paper_claims.claim_rows(summary, scale))
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, rows, paper_claims.claim_rows(summary, scale))
