@@ -67,7 +67,7 @@ def speed_rows(s: dict, scale: str) -> list[dict]:
     slope, lo, hi = claims.linear_fit(x, y) if not reason else (float("nan"),) * 3
     rows.append(claims.target(
         P, f"density cost scales quadratically in d (to d={top})",
-        f"log-log slope of seconds per density against d, d={lo_d}..{hi_d}, {s.get('scaling_rows', '?')} rows at every d",
+        f"log-log slope of CPU seconds per density against d, d={lo_d}..{hi_d}, {s.get('scaling_rows', '?')} rows at every d",
         "acopula (ours)", slope, QUADRATIC_BAND, scale, "figures/speed.png", interval=None if reason else (lo, hi),
         n=len(x), untested_reason=reason, paper_value="2 (to d=8000)",
         how=(f"least-squares slope over {sizes} dimensions x every timing repeat, the same number of rows at every d, "
