@@ -14,14 +14,17 @@ def times(power, noise=(1.0, 1.03, 0.98)):
 
 
 def summary(speedup_r=3000.0, speedup=150.0, power=2.0, diff=1e-14, tau=(0.01, 0.08, 0.2), nested_gain=80.0,
-            frank_gain=5.0, neural_gap=0.0):
+            frank_gain=5.0, neural_gap=0.0, precision=1e-12, grad_diff=1e-13, grad_naive=1e-2):
     ours, ignore, flat = tau
     wobble = (0.0, 0.002, -0.001)
     surv_parts = [{"clayton": 40.0 + w, "gumbel": 45.0 + w, "frank": 40.0 - frank_gain + 3 * w, "amh": 41.0}
                   for w in (0.0, 0.4, -0.3)]
     return {
         "speed": {"d_ref": 35, "speedup_r": speedup_r, "speedup": speedup, "slope_range": [994, 2828],
-                  "ours_repeats": times(power), "max_diff_nacll": diff, "max_diff_naive": diff / 10},
+                  "ours_repeats": times(power), "max_diff_nacll": diff, "max_diff_naive": diff / 10,
+                  "scaling_rows": 4, "precision": {"d": 100, "rows": 4, "digits": 80, "max_abs_diff": precision},
+                  "grad_max_rel_diff": grad_diff, "grad_ours": {"4": 1e-4, "6": 1.2e-4, "105": 2e-3},
+                  "grad_naive": {"4": 1e-3, "6": grad_naive}},
         "simulate": {"censored_mle": [ours + w for w in wobble], "ignore_censoring": [ignore + 2 * w for w in wobble],
                      "flat_censored_mle": [flat - w for w in wobble]},
         "stocks": {"d": 20, "families": ["clayton", "gumbel"],
@@ -42,7 +45,7 @@ def verdict(rows, text):
 def test_all_rows_hold_on_metrics_where_the_claims_are_true():
     rows = claim_rows(summary(), "default")
     assert {r["reproduced"] for r in rows} == {"yes", "pass"}
-    assert len(rows) == 10
+    assert len(rows) == 13
 
 
 def test_speedups_below_target():
@@ -87,6 +90,20 @@ def test_families_that_fail_on_all_subjects_are_no_candidates():
         p["amh"] = 0.0  # would win every part, but its fit on all subjects failed
     row = [r for r in claim_rows(s, "default") if "fits better than Clayton" in r["claim"]][0]
     assert "amh" not in row["method"]
+
+
+def test_precision_and_gradient_rows():
+    assert verdict(claim_rows(summary(), "default"), "accurate at high d") == {"pass"}
+    assert verdict(claim_rows(summary(precision=1e-3), "default"), "accurate at high d") == {"fail"}
+    assert verdict(claim_rows(summary(grad_diff=1e-5), "default"), "exact gradients") == {"fail"}
+    assert verdict(claim_rows(summary(), "default"), "fast gradients") == {"yes"}
+    assert verdict(claim_rows(summary(grad_naive=2e-4), "default"), "fast gradients") == {"no"}
+
+
+def test_family_row_names_failed_fits_and_compares_the_best_of_the_others():
+    row = [r for r in claim_rows(summary(), "default") if "fits better than Clayton" in r["claim"]][0]
+    assert "best of the 3 other families" in row["claim"]
+    assert "failed fits (log-likelihood -inf): amh" in row["criterion"]
 
 
 def test_neural_check():

@@ -137,3 +137,78 @@ def test_cached_best_of_one_on_a_deterministic_instance_matches_exact_recursion(
     mc = baselines.best_of_n_cost(inst, 1, c_g, c_v, 40000, np.random.default_rng(0))
     assert mc.mean() == pytest.approx(E(frozenset()), abs=4 * mc.std() / np.sqrt(len(mc)))
     assert method.optimal_policy(inst, c_g, c_v)[0] <= E(frozenset())
+
+
+def test_shell_zero_at_high_verifier_cost_follows_the_equal_split():
+    """B_k = (c_g + c_v) 2^k, n_k = floor(B_k / 2 c_g), m_k = max(1, floor(B_k / 2 c_v)): at c_v / c_g = 100
+    shell 0 generates 50 candidates and verifies the top one."""
+    assert method.shell_sizes(0, 1.0, 100.0) == (50, 1)
+    assert method.shell_sizes(1, 1.0, 100.0) == (101, 1)
+    assert method.shell_sizes(2, 1.0, 100.0) == (202, 2)
+    assert method.shell_sizes(0, 1.0, 1.0) == (1, 1)
+
+
+@pytest.mark.parametrize("n_best, n_probe", [(8, 4), (2, 4), (4, 4)])
+def test_difficulty_baseline_generates_only_what_it_uses(n_best, n_probe):
+    """Every candidate passes: the first batch (the probe plus max(0, n - n_probe) fresh candidates)
+    finds a positive, so each run generates max(n, n_probe) candidates and verifies one."""
+    inst = method.Instance([0.0, 1.0], [0.5, 0.5], [1.0, 1.0])
+    c_v = 7.0
+    for reuse, generated in ((True, max(n_best, n_probe)), (False, n_probe + n_best)):
+        cost = baselines.difficulty_adaptive_cost(inst, [], [n_best], n_probe, 1.0, c_v, 50,
+                                                  np.random.default_rng(0), reuse_probe=reuse)
+        np.testing.assert_allclose(cost, generated + c_v)
+
+
+def test_difficulty_baseline_ranks_the_probe_candidates():
+    """n = 1 after a probe of 4 on atoms {wrong (score 0), right (score 1)}, each with probability 1/2,
+    verdicts cached: the first batch is the 4 probe candidates, the top one is right unless all 4 are
+    wrong (1/16), then the wrong atom is already rejected and fresh batches of one cost c_g + c_v/2
+    per draw on average until the right one: E = 4 + c_v + (1/16)(2 c_g + c_v)."""
+    inst = method.Instance([0.0, 1.0], [0.5, 0.5], [0.0, 1.0])
+    c_g, c_v = 1.0, 10.0
+    cost = baselines.difficulty_adaptive_cost(inst, [], [1], 4, c_g, c_v, 40000, np.random.default_rng(1))
+    exact = 4 * c_g + c_v + (2 * c_g + c_v) / 16
+    assert cost.mean() == pytest.approx(exact, abs=4 * cost.std() / np.sqrt(len(cost)))
+
+
+def test_constant_factor_bound_and_its_per_shell_failure_step():
+    """The closed-form bound at its minimiser, and step (ii) of its derivation: a shell of n candidates
+    verifying the top m fails with probability at most (1 - q r)^n + (1 - r)^m, q r and r from the
+    optimal verify set."""
+    from scipy.optimize import minimize_scalar
+
+    c, lam = method.constant_factor_bound()
+    f = lambda x: 8 * x * (1 + 1 / (1 - 4 * np.exp(-x / 2)))  # noqa: E731
+    ref = minimize_scalar(f, bounds=(2.8, 20), method="bounded")
+    assert c == pytest.approx(ref.fun, rel=1e-6) and lam == pytest.approx(ref.x, abs=2e-3)
+    rng = np.random.default_rng(3)
+    settings = {"grid": 161, "score_shift": 1.0, "success": "monotone", "slope": 2.0, "offset": 0.0, "spread": 2.0}
+    for d, c_v in ((0.2, 10.0), (0.9, 100.0)):
+        inst = synthetic_prompt(settings, d)
+        _, verify = method.optimal_policy(inst, 1.0, c_v)
+        q = inst.probs[verify].sum()
+        r = inst.probs[verify] @ inst.success[verify] / q
+        for n, m in ((20, 2), (200, 3), (50, 50)):
+            _, found = method.rank_verify(inst, np.arange(20000), n, m, 1.0, c_v, rng)
+            assert 1 - found.mean() <= (1 - q * r) ** n + (1 - r) ** m + 0.01
+
+
+def test_adap_stays_below_the_derived_constant_on_monotone_prompts():
+    settings = {"grid": 161, "score_shift": 1.0, "success": "monotone", "slope": 2.0, "offset": 0.0, "spread": 2.0}
+    bound, _ = method.constant_factor_bound()
+    rng = np.random.default_rng(5)
+    for d in (0.0, 1.0):
+        inst = synthetic_prompt(settings, d)
+        for c_v in (1.0, 100.0, 1000.0):
+            opt, _ = method.optimal_policy(inst, 1.0, c_v)
+            assert method.adap_cost(inst, 1.0, c_v, 400, rng).mean() / opt < bound
+
+
+def test_reward_model_features_are_one_hot_digits():
+    from neurips26.papers.adap.lm import rm_features
+
+    x = rm_features(np.array([[7, 15], [99, 0]]), np.array([22, 99]), 100)
+    assert x.shape == (2, 70) and (x.sum(1) == 7).all()
+    on = np.flatnonzero(x[0])
+    np.testing.assert_array_equal(on, [0, 17, 21, 35, 40, 52, 62])

@@ -57,3 +57,14 @@ def test_monotonicity_check_fails_when_the_non_monotone_instance_does_not_hurt()
     assert verdicts(claim_rows(summary(), "default"), "construction check") == {"pass"}
     harmless = summary(adap_non=items(1.4, seed=4))
     assert verdicts(claim_rows(harmless, "default"), "construction check") == {"fail"}
+
+
+def test_derived_constant_row_says_no_above_the_bound():
+    assert verdicts(claim_rows(summary(), "default"), "within the derived constant") == {"yes"}
+    # one prompt at one cost ratio far above the bound is enough to break "every prompt and cost ratio"
+    spiked = items(1.3, seed=1)
+    spiked[1][4][3] = 150.0
+    assert verdicts(claim_rows(summary(adap_mono=spiked), "default"), "within the derived constant") == {"no"}
+    # the row exists only where the guarantee applies (monotone success)
+    assert not [r for r in claim_rows(summary(), "default")
+                if "derived constant" in r["claim"] and not r["claim"].startswith("monotone")]

@@ -17,6 +17,9 @@ def check_config(block: dict) -> list[str]:
     speed = block.get("speed", {})
     if any(speed.get("speedup_dim") not in speed.get(k, []) for k in ("nacll_dims", "nacll_r_dims", "ours_dims")):
         problems.append("speed.speedup_dim: must be in speed.nacll_dims, speed.nacll_r_dims and speed.ours_dims")
+    lo, hi = speed.get("slope_range", [0, 0])
+    if "scaling_dims" in speed and sum(lo <= d <= hi for d in speed["scaling_dims"]) < 3:
+        problems.append("speed.slope_range: needs at least 3 of speed.scaling_dims inside it")
     for key in ("stocks", "survival"):
         for fam in block.get(key, {}).get("families", []):
             if fam not in _FAMILIES:

@@ -1,6 +1,6 @@
 """Data for acopula: simulated censored nested data, the Swiss stock returns shipped in
-`copulae` (sectors as nesting groups), a paired censored survival data set from `lifelines`
-(first two recurrence gap times of each subject in `load_recur`), and the real-format
+`copulae` (sectors as nesting groups), a clustered censored survival data set from `lifelines`
+(the first three recurrence gap times of each subject with at least three records in `load_recur`), and the real-format
 loaders config/paper.yaml names (S&P 500 prices + sectors, MIMIC-IV-style survival table).
 """
 
@@ -95,23 +95,31 @@ def _km_u(times: np.ndarray, events: np.ndarray) -> np.ndarray:
     return np.clip(u * n / (n + 1), 0.5 / (n + 1), 1 - 0.5 / (n + 1))
 
 
-def recur_pairs() -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """First two gap times (days) of each subject in lifelines' `load_recur` with their
-    event flags; subjects with a single record are kept with the second gap censored at 1 day."""
+def recur_clusters(gaps: int = 3) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The first `gaps` recurrence gap times (days) of every subject in lifelines' `load_recur` that
+    has at least `gaps` records, with their event flags (CENSOR: 1 = the recurrence was seen, 0 = the
+    gap was right-censored by the end of follow-up). A cluster is one subject's gaps.
+
+    Only recorded gaps enter: a gap that never started (its subject was censored earlier) is not a
+    right-censored observation of it, so subjects with fewer than `gaps` records are left out rather
+    than given invented censored gaps. In `load_recur` (400 subjects, at most 4 gaps each) a censored
+    gap is always a subject's last record, so with gaps = 3 the first two gaps of the kept subjects
+    are observed and the third is censored for some."""
     from lifelines.datasets import load_recur
 
+    if gaps < 2:
+        raise ValueError(f"config key 'acopula.survival.recur_gaps': need at least 2 gaps per cluster, got {gaps}")
     df = load_recur().sort_values(["ID", "EVENT"])
     times, events = [], []
     for _, g in df.groupby("ID"):
         rows = g.to_dict("records")
-        gap = [max(r["TIME1"] - r["TIME0"], 0.5) for r in rows[:2]]
-        ev = [int(r["CENSOR"]) for r in rows[:2]]
-        if len(rows) == 1:
-            gap.append(1.0)
-            ev.append(0)
-        times.append(gap)
-        events.append(ev)
-    return np.asarray(times, dtype=float), np.asarray(events, dtype=int), ["gap1", "gap2"]
+        if len(rows) < gaps:
+            continue
+        times.append([max(r["TIME1"] - r["TIME0"], 0.5) for r in rows[:gaps]])  # same-day recurrences: half a day
+        events.append([int(r["CENSOR"]) for r in rows[:gaps]])
+    if len(times) < 10:
+        raise ValueError(f"config key 'acopula.survival.recur_gaps': only {len(times)} subjects have {gaps} gaps")
+    return np.asarray(times, dtype=float), np.asarray(events, dtype=int), [f"gap{k + 1}" for k in range(gaps)]
 
 
 def load_survival_table(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:

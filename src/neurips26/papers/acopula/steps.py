@@ -38,13 +38,14 @@ def _bench_case(d: int, sector: int, theta0: float, rng) -> tuple[M.Node, dict, 
     return root, M.generators_from_thetas(root), sizes, thetas
 
 
-def _time(fn, repeats: int) -> tuple[float, object, list[float]]:
-    """Best wall time of `repeats` calls, the last output and every call's time."""
+def _time(fn, repeats: int, clock=time.perf_counter) -> tuple[float, object, list[float]]:
+    """Best time of `repeats` calls by `clock` (wall time by default), the last output and every
+    call's time."""
     times, out = [], None
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         out = fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times), out, times
 
 
@@ -90,7 +91,99 @@ def measure_speed(cfg: dict, on_dim=None) -> tuple[dict, dict]:
         metrics[f"mean_loglik_d{d}"] = float(ll.mean())
         if on_dim is not None:
             on_dim(d, timing)
+    # the workflow's config always has these sections; a bare timing config (the benchmark script)
+    # may leave them out
+    if cfg.get("scaling_dims"):
+        scaling_series(cfg, rng, timing, on_dim)
+    if cfg.get("precision_dim"):
+        precision_check(cfg, rng, metrics)
+    if cfg.get("grad_dims"):
+        gradient_check(cfg, rng, timing, metrics)
     return timing, metrics
+
+
+def scaling_series(cfg: dict, rng, timing: dict, on_dim=None) -> None:
+    """Per-density cost of ours with the same number of rows (`scaling_rows`) at every d in
+    `scaling_dims`: the points of the scaling fit (every repeat kept). The cost is the process's
+    CPU time (`time.process_time`), which other jobs on a shared machine inflate far less than
+    wall time; the wall time is kept beside it."""
+    rows = int(cfg["scaling_rows"])
+    timing["scaling"], timing["scaling_repeats"], timing["scaling_wall"] = {}, {}, {}
+    for d in cfg["scaling_dims"]:
+        root, gens, _, _ = _bench_case(d, int(cfg["sector_size"]), float(cfg["theta0"]), rng)
+        ut = torch.as_tensor(rng.uniform(0.02, 0.98, size=(rows, d)))
+        start = time.perf_counter()
+        with torch.no_grad():
+            best, _, every = _time(lambda: M.log_density(root, gens, ut), int(cfg["repeats"]), time.process_time)
+        wall = (time.perf_counter() - start) / int(cfg["repeats"])
+        timing["scaling"][str(d)] = best / rows
+        timing["scaling_repeats"][str(d)] = [t / rows for t in every]
+        timing["scaling_wall"][str(d)] = wall / rows
+        print(f"scaling d={d:5d} ({rows} rows): {best / rows:.3e} CPU s per density "
+              f"(mean wall {wall / rows:.3e} s)", flush=True)
+        if on_dim is not None:
+            tracking.active().log_metrics({"seconds_per_density_scaling": best / rows}, step=d)
+
+
+def _unequal_case(d: int, sector: int, theta0: float) -> tuple[list[int], list[float]]:
+    """Sectors of `sector` leaves with pairwise different parameters theta0 + 0.4 + 0.3 s."""
+    sizes = _sectors(d, sector)
+    return sizes, [theta0 + 0.4 + 0.3 * s for s in range(len(sizes))]
+
+
+def precision_check(cfg: dict, rng, metrics: dict) -> None:
+    """Log-densities at d = precision_dim (two-level Clayton, every sector its own theta) against
+    the `precision_digits`-digit mpmath evaluation of the closed-form Faa di Bruno sum."""
+    d, theta0 = int(cfg["precision_dim"]), float(cfg["theta0"])
+    sizes, thetas = _unequal_case(d, int(cfg["sector_size"]), theta0)
+    root = M.two_level("clayton", sizes, theta0, thetas)
+    u = rng.uniform(0.02, 0.98, size=(int(cfg["precision_rows"]), d))
+    with torch.no_grad():
+        ours = M.log_density(root, M.generators_from_thetas(root), torch.as_tensor(u)).numpy()
+    ref = B.mpmath_clayton_log_density(theta0, thetas, sizes, u, dps=int(cfg["precision_digits"]))
+    metrics["precision"] = {"d": d, "rows": len(u), "thetas": [theta0, *thetas], "digits": int(cfg["precision_digits"]),
+                            "max_abs_diff": float(np.abs(ours - ref).max()),
+                            "mean_loglik": float(ref.mean())}
+    print(f"precision d={d}: max |ours - mpmath| = {metrics['precision']['max_abs_diff']:.2e}", flush=True)
+
+
+def _grad_case(d: int, cfg: dict):
+    sizes, thetas = _unequal_case(d, int(cfg["sector_size"]), float(cfg["theta0"]))
+    root = M.two_level("clayton", sizes, float(cfg["theta0"]), thetas)
+    params = {id(n): torch.tensor(float(n.theta), dtype=torch.float64, requires_grad=True) for n in root.nodes()}
+    return root, params
+
+
+def gradient_check(cfg: dict, rng, timing: dict, metrics: dict) -> None:
+    """Gradient of the summed log-likelihood in every theta: time per density of ours (autograd
+    through the Taylor-mode density) at `grad_dims`; at `naive_dims` also autograd through the naive
+    nested mixed partial, its time and the largest relative gradient difference."""
+    timing["grad_ours"], timing["grad_naive"] = {}, {}
+    metrics["grad_max_rel_diff_vs_naive"] = 0.0
+    for d in sorted(set(cfg["grad_dims"]) | set(cfg["naive_dims"])):
+        root, params = _grad_case(d, cfg)
+        keys = list(params)
+        m = int(cfg["rows_naive"]) if d in cfg["naive_dims"] else int(cfg["grad_rows"])
+        ut = torch.as_tensor(rng.uniform(0.02, 0.98, size=(m, d)))
+
+        def ours():
+            ll = M.log_density(root, M.generators_from_thetas(root, params), ut, check=False).sum()
+            return torch.stack(torch.autograd.grad(ll, [params[k] for k in keys]))
+
+        t_ours, g_ours, _ = _time(ours, int(cfg["repeats"]))
+        timing["grad_ours"][str(d)] = t_ours / m
+        if d in cfg["naive_dims"]:
+            def naive():
+                ll = B.naive_log_density(root, M.generators_from_thetas(root, params), ut, differentiable=True).sum()
+                return torch.stack(torch.autograd.grad(ll, [params[k] for k in keys]))
+
+            t_nai, g_nai, _ = _time(naive, 1)
+            timing["grad_naive"][str(d)] = t_nai / m
+            rel = float(((g_ours - g_nai).abs() / g_nai.abs().clamp_min(1.0)).max())
+            metrics["grad_max_rel_diff_vs_naive"] = max(metrics["grad_max_rel_diff_vs_naive"], rel)
+        print(f"gradient d={d:4d}: ours {t_ours / m:.3e} s per density"
+              + (f", naive autograd {timing['grad_naive'][str(d)]:.3e}" if str(d) in timing["grad_naive"] else ""),
+              flush=True)
 
 
 def speed(params, inputs, out: Path):
@@ -207,7 +300,7 @@ def survival(params, inputs, out: Path):
     """Family-agnostic censored MLE: every family in the config on one censored data set."""
     cfg = params["survival"]
     if cfg["source"] == "recur":
-        times, events, names = D.recur_pairs()
+        times, events, names = D.recur_clusters(int(cfg["recur_gaps"]))
     else:
         times, events, names = D.load_survival_table(cfg["survival_path"])
     u, observed = D.survival_to_copula_scale(times, events)
@@ -237,7 +330,9 @@ def survival(params, inputs, out: Path):
         neural = {"components": k, "params": 2 * k - 1, "loglik": total, "aic": 2 * (2 * k - 1) - 2 * total,
                   **params_nn}
         tracking.active().log_metrics({"neural_aic": neural["aic"], "neural_loglik": total})
-    io.write_json(out / "metrics.json", {"n": int(u.shape[0]), "d": int(u.shape[1]), "variables": names,
+    data = (f"lifelines load_recur, first {u.shape[1]} gap times of the {u.shape[0]} subjects with at least "
+            f"{u.shape[1]} records" if cfg["source"] == "recur" else str(cfg["survival_path"]))
+    io.write_json(out / "metrics.json", {"n": int(u.shape[0]), "d": int(u.shape[1]), "variables": names, "data": data,
                                          "censored_fraction": float(1 - observed.mean()), "fits": rows,
                                          "parts": parts, "neural": neural})
 
@@ -259,7 +354,8 @@ def figures(params, inputs, out: Path):
     for key, label in (("ours", "acopula (ours, PyTorch)"),
                        ("nacll_r", "nacLL port, dnac.R structure (per-element products)"),
                        ("nacll", "nacLL port, vectorised numpy (stronger)"),
-                       ("naive", "naive nested autograd")):
+                       ("naive", "naive nested autograd"),
+                       ("scaling", f"acopula (ours), {scfg['scaling_rows']} rows at every d, CPU time (scaling fit)")):
         ds = sorted(int(d) for d in timing[key])
         if ds:
             ax.plot(ds, [timing[key][str(d)] for d in ds], marker="o", label=label)
@@ -309,12 +405,22 @@ def figures(params, inputs, out: Path):
         fams_s.append(f"neural (K={surv['neural']['components']})")
         aics.append(surv["neural"]["aic"])
     finite = [a for a in aics if np.isfinite(a)]
-    ax.bar(range(len(fams_s)), [a if np.isfinite(a) else 0.0 for a in aics])
-    for i, a in enumerate(aics):
-        if not np.isfinite(a):
-            ax.text(i, min(finite) if finite else 0.0, "-inf LL", rotation=90, ha="center", va="bottom", fontsize=7)
+    ok = [i for i, a in enumerate(aics) if np.isfinite(a)]
+    failed = [i for i, a in enumerate(aics) if not np.isfinite(a)]
+    # AIC bars start at the best AIC minus a margin, so that differences are visible; a family whose
+    # fit has log-likelihood -inf gets no bar but a marked "failed fit" slot
+    floor = (min(finite) - 0.1 * (max(finite) - min(finite) + 1.0)) if finite else 0.0
+    ax.bar(ok, [aics[i] - floor for i in ok], bottom=floor, color="#1f77b4", label="finite fit")
+    if failed:
+        top = max(finite) if finite else 1.0
+        ax.scatter(failed, [floor] * len(failed), marker="x", color="red", s=60, zorder=3,
+                   label="failed fit (log-likelihood -inf, no AIC)")
+        for i in failed:
+            ax.text(i, floor + 0.05 * (top - floor + 1.0), "failed fit", rotation=90, ha="center", va="bottom",
+                    fontsize=7, color="red")
     ax.set_xticks(range(len(fams_s)), fams_s, rotation=45)
-    ax.set_ylabel("AIC (lower is better)")
+    ax.legend(fontsize=7)
+    ax.set_ylabel("AIC (lower is better; bars from below the best)")
     ax.set_title(f"Censored MLE across families ({100 * surv['censored_fraction']:.0f}% censored, n={surv['n']})")
     plotting.save(fig, figdir / "survival.png")
 
@@ -324,30 +430,46 @@ def figures(params, inputs, out: Path):
     nac_ref = timing["nacll"].get(str(d_ref), float("nan"))
     nac_r_ref = timing["nacll_r"].get(str(d_ref), float("nan"))
     speedup, speedup_r = nac_ref / ours_ref, nac_r_ref / ours_ref
-    slope = loglog_slope(timing["ours"], int(scfg["slope_range"][0]), int(scfg["slope_range"][1]))
+    slope = loglog_slope(timing["scaling"], int(scfg["slope_range"][0]), int(scfg["slope_range"][1]))
     columns = {"ours": "ours", "nacll_port_r_structure": "nacll_r", "nacll_port_vectorised": "nacll",
                "naive_autograd": "naive"}
     summary = [{"item": f"seconds per density, d={d}",
                 **{col: timing[key].get(str(d), "") for col, key in columns.items()}}
-               for d in sorted({int(x) for k in timing for x in timing[k]})]
+               for d in sorted({int(x) for k in CURVES for x in timing[k]})]
     summary += [{"item": f"tau MAE ({m})", "ours": claims.fmt(mae[m])} for m in methods]
     summary += [{"item": f"AIC stocks {k}", "ours": f"{v['aic']:.2f}"} for k, v in stock["fits"].items()]
-    summary += [{"item": f"AIC survival {k}", "ours": f"{v['aic']:.2f}"} for k, v in surv["fits"].items()]
+    summary += [{"item": f"AIC survival {k}", "ours": f"{v['aic']:.2f}" if math.isfinite(v["aic"]) else "failed fit (LL -inf)"}
+                for k, v in surv["fits"].items()]
+    prec = speed_m["precision"]
+    summary += [{"item": f"max |log-density - mpmath {prec['digits']} digits|, d={prec['d']}, unequal thetas",
+                 "ours": prec["max_abs_diff"]},
+                {"item": "gradient max relative difference vs autograd through the naive formula",
+                 "ours": speed_m["grad_max_rel_diff_vs_naive"]}]
+    summary += [{"item": f"gradient seconds per density, d={d}", "ours": timing["grad_ours"][d],
+                 "naive_autograd": timing["grad_naive"].get(d, "")} for d in sorted(timing["grad_ours"], key=int)]
+    summary += [{"item": f"CPU seconds per density, same {scfg['scaling_rows']} rows at every d, d={d}",
+                 "ours": timing["scaling"][d]} for d in sorted(timing["scaling"], key=int)]
+    summary += [{"item": f"wall seconds per density (mean), same {scfg['scaling_rows']} rows at every d, d={d}",
+                 "ours": timing["scaling_wall"][d]} for d in sorted(timing["scaling_wall"], key=int)]
     summary = [{col: r.get(col, "") for col in ["item", *columns]} for r in summary]
     io.write_csv(out / "summary.csv", summary, ["item", *columns])
 
     best_fam = max(surv["fits"], key=lambda f: surv["fits"][f]["loglik"])
     neural = surv.get("neural")
     claim_input = {"speed": {"d_ref": d_ref, "speedup_r": speedup_r, "speedup": speedup,
-                         "slope_range": scfg["slope_range"], "ours_repeats": timing["ours_repeats"],
+                         "slope_range": scfg["slope_range"], "ours_repeats": timing["scaling_repeats"],
+                         "scaling_rows": scfg["scaling_rows"],
                          "max_diff_nacll": speed_m["max_abs_diff_vs_nacll"],
-                         "max_diff_naive": speed_m["max_abs_diff_vs_naive"]},
+                         "max_diff_naive": speed_m["max_abs_diff_vs_naive"],
+                         "precision": prec, "grad_max_rel_diff": speed_m["grad_max_rel_diff_vs_naive"],
+                         "grad_ours": timing["grad_ours"], "grad_naive": timing["grad_naive"]},
                "simulate": mae,
                "stocks": {"d": stock["d"], "families": sorted({r["family"] for r in stock["fits"].values()}),
                           "parts": [{k: v["aic"] for k, v in p["fits"].items()} for p in stock["parts"]]},
                "survival": {"families": list(surv["fits"]), "full_aic": {k: v["aic"] for k, v in surv["fits"].items()},
                             "parts": [{k: v["aic"] for k, v in p["fits"].items()} for p in surv["parts"]],
                             "best_family": best_fam, "best_loglik": surv["fits"][best_fam]["loglik"],
+                            "data": surv.get("data", ""),
                             "neural_components": neural["components"] if neural else None,
                             "neural_loglik": neural["loglik"] if neural else None}}
     claims.write_claims(out / "claims.csv", paper_claims.claim_rows(claim_input, scale))

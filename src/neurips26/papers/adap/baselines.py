@@ -8,7 +8,10 @@ set of training prompts (tuned per cost ratio), so the baseline is as strong as 
 Difficulty-adaptive (compute-optimal test-time scaling, difficulty estimated from cheap scores): a
 probe of n_probe candidates (their generation cost is paid) gives the prompt's mean score; training
 prompts are binned by that estimate (quantile bins), and each bin uses the n with the lowest mean
-best-of-n cost among its training prompts.
+best-of-n cost among its training prompts. The probe candidates are kept: they open the first batch,
+which holds max(n, n_probe) candidates (n_probe probed + max(0, n - n_probe) fresh) and is verified in
+rank order; later batches are fresh batches of n. Every generated candidate is ranked, none discarded
+(`reuse_probe: false` restores the earlier variant that paid for the probe and then discarded it).
 """
 
 from __future__ import annotations
@@ -19,22 +22,25 @@ from .method import Instance, rank_verify
 
 
 def best_of_n_cost(inst: Instance, n: int, c_g: float, c_v: float, runs: int, rng: np.random.Generator,
-                   max_batches: int = 100000) -> np.ndarray:
+                   max_batches: int = 100000, given: np.ndarray | None = None) -> np.ndarray:
+    """Costs of best-of-n per run; `given` (runs x g atom indices, already paid) open the first batch,
+    which then holds max(n, g) candidates, all verified in rank order."""
     cost = np.zeros(runs)
     live = np.arange(runs)
     verified = np.zeros((runs, len(inst.scores)), bool) if inst.deterministic else None
-    for _ in range(max_batches):
+    for b in range(max_batches):
         if len(live) == 0:
             break
-        batch, found = rank_verify(inst, live, n, n, c_g, c_v, rng, verified)
+        first = b == 0 and given is not None and given.shape[1] > 0
+        size = max(n, given.shape[1]) if first else n
+        batch, found = rank_verify(inst, live, size, size, c_g, c_v, rng, verified, given if first else None)
         cost[live] += batch
         live = live[~found]
     return cost
 
 
 def probe_score(inst: Instance, n_probe: int, rng: np.random.Generator, runs: int) -> np.ndarray:
-    s, _ = inst.draw(rng, (runs, n_probe))
-    return s.mean(1)
+    return inst.scores[inst.draw_atoms(rng, (runs, n_probe))].mean(1)
 
 
 def tune_fixed_n(train_costs: np.ndarray, grid) -> int:
@@ -54,11 +60,20 @@ def tune_difficulty_bins(train_costs: np.ndarray, train_probe: np.ndarray, grid,
 
 
 def difficulty_adaptive_cost(inst: Instance, edges, best_n, n_probe: int, c_g: float, c_v: float, runs: int,
-                             rng: np.random.Generator) -> np.ndarray:
-    probe = probe_score(inst, n_probe, rng, runs)
-    which = np.searchsorted(edges, probe)
+                             rng: np.random.Generator, reuse_probe: bool = True) -> np.ndarray:
+    probe = inst.draw_atoms(rng, (runs, n_probe))
+    which = np.searchsorted(edges, inst.scores[probe].mean(1))
     cost = np.full(runs, n_probe * c_g)
     for b in np.unique(which):
         sel = np.flatnonzero(which == b)
-        cost[sel] += best_of_n_cost(inst, best_n[b], c_g, c_v, len(sel), rng)
+        cost[sel] += best_of_n_cost(inst, best_n[b], c_g, c_v, len(sel), rng,
+                                    given=probe[sel] if reuse_probe else None)
     return cost
+
+
+def probe_best_of_n_cost(inst: Instance, n: int, n_probe: int, c_g: float, c_v: float, runs: int,
+                         rng: np.random.Generator, reuse_probe: bool = True) -> np.ndarray:
+    """Cost of a probe of n_probe candidates followed by best-of-n (the probe opening the first batch
+    when reused): what one bin of the difficulty-adaptive baseline pays with batch size n."""
+    probe = inst.draw_atoms(rng, (runs, n_probe))
+    return n_probe * c_g + best_of_n_cost(inst, n, c_g, c_v, runs, rng, given=probe if reuse_probe else None)

@@ -4,8 +4,10 @@ Problems "ab+cd=" with zero-padded two-digit operands, answers as three zero-pad
 least significant digit first ("07+15=220" for 22), the order in which carries are computed, which a
 small model learns in a few hundred steps. The model is a small causal transformer (torch), trained with the cross-entropy of
 the answer digits through the Lightning trainer. At test time it samples answers (temperature 1);
-the cheap score of a candidate is the model's own log-probability of it, and the verifier checks
-the exact answer.
+the verifier checks the exact answer. Two cheap scores are compared: the generator's own
+log-probability of the answer, and a reward model separate from the generator (an MLP on the one-hot
+digits of problem and answer, trained on the generator's answers to training problems labelled by
+the verifier), as in the paper's generator + reward-model pipelines.
 """
 
 from __future__ import annotations
@@ -152,3 +154,48 @@ def pool_instance(answers: np.ndarray, scores: np.ndarray, correct: np.ndarray):
 
     values, first, counts = np.unique(answers, return_index=True, return_counts=True)
     return Instance(scores[first], counts.astype(float), correct[first].astype(float))
+
+
+# ---------------------------------------------------------------- reward model (separate from the generator)
+def rm_features(pairs: np.ndarray, answers: np.ndarray, max_operand: int) -> np.ndarray:
+    """One-hot digits of the two operands and the answer: (rows, 4 x 10 + 3 x 10). `pairs` (rows, 2)."""
+    del max_operand  # operands are always written with two digits
+    digits = np.stack([pairs[:, 0] // 10, pairs[:, 0] % 10, pairs[:, 1] // 10, pairs[:, 1] % 10,
+                       answers // 100, (answers // 10) % 10, answers % 10], 1).astype(int)
+    out = np.zeros((len(pairs), digits.shape[1] * 10))
+    out[np.arange(len(pairs))[:, None], np.arange(digits.shape[1])[None, :] * 10 + digits] = 1.0
+    return out
+
+
+def train_reward_model(model, train_pairs: np.ndarray, settings: dict, seed: int):
+    """A reward model that is not the generator: an MLP classifier P(correct | problem, answer) on the
+    one-hot digits, trained on answers the generator sampled for `rm_problems` training problems
+    (never the held-out ones), labelled by the exact verifier. Returns (model, info)."""
+    from sklearn.neural_network import MLPClassifier
+
+    rng = np.random.default_rng([seed, 31])
+    pick = train_pairs[rng.choice(len(train_pairs), min(int(settings["rm_problems"]), len(train_pairs)), replace=False)]
+    pool = sample_pool(model, pick, int(settings["rm_samples"]), settings["temperature"], seed + 1)
+    x = rm_features(np.repeat(pick, int(settings["rm_samples"]), 0), pool["answers"].ravel(), settings["max_operand"])
+    y = pool["correct"].ravel().astype(int)
+    if y.min() == y.max():
+        raise ValueError("config keys 'adap.lm.rm_problems' / 'adap.lm.rm_samples': the reward model's training "
+                         "answers are all correct or all wrong; sample more")
+    rm = MLPClassifier(hidden_layer_sizes=(int(settings["rm_hidden"]),), max_iter=int(settings["rm_max_iter"]),
+                       random_state=seed, early_stopping=False, alpha=1e-4)
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        rm.fit(x, y)
+    return rm, {"rm_train_answers": int(len(y)), "rm_train_positive_rate": float(y.mean()),
+                "rm_train_accuracy": float((rm.predict(x) == y).mean())}
+
+
+def reward_scores(rm, test_pairs: np.ndarray, answers: np.ndarray, max_operand: int) -> np.ndarray:
+    """log P(correct) of every sampled answer under the reward model, shaped like `answers`."""
+    per = answers.shape[1]
+    x = rm_features(np.repeat(test_pairs, per, 0), answers.ravel(), max_operand)
+    p = rm.predict_proba(x)[:, 1]
+    return np.log(np.clip(p, 1e-300, None)).reshape(answers.shape)

@@ -46,22 +46,29 @@ def evaluate_prompts(train: list, test: list, cfg: dict, rng: np.random.Generato
     out = {"cost_ratios": cfg["cost_ratios"], "per_ratio": []}
     for ratio in cfg["cost_ratios"]:
         c_g, c_v = 1.0, float(ratio)
+        reuse = bool(cfg.get("reuse_probe", True))
         train_costs = np.array([[baselines.best_of_n_cost(inst, n, c_g, c_v, cfg["train_runs"], rng).mean()
+                                 for n in grid] for inst in train])
+        # the difficulty-adaptive bins are tuned on what they pay: probe + best-of-n (probe reused)
+        probe_costs = np.array([[baselines.probe_best_of_n_cost(inst, n, cfg["n_probe"], c_g, c_v, cfg["train_runs"],
+                                                                rng, reuse).mean()
                                  for n in grid] for inst in train])
         train_probe = np.array([baselines.probe_score(inst, cfg["n_probe"], rng, 1)[0] for inst in train])
         fixed_n = baselines.tune_fixed_n(train_costs, grid)
-        edges, bin_n = baselines.tune_difficulty_bins(train_costs, train_probe, grid, cfg["bins"])
+        edges, bin_n = baselines.tune_difficulty_bins(probe_costs, train_probe, grid, cfg["bins"])
         rows = []
         for inst in test:
             opt, _ = method.optimal_policy(inst, c_g, c_v)
             costs = {"adap": method.adap_cost(inst, c_g, c_v, cfg["runs"], rng),
                      "fixed_n": baselines.best_of_n_cost(inst, fixed_n, c_g, c_v, cfg["runs"], rng),
                      "difficulty": baselines.difficulty_adaptive_cost(inst, edges, bin_n, cfg["n_probe"], c_g, c_v,
-                                                                      cfg["runs"], rng)}
+                                                                      cfg["runs"], rng, reuse)}
             rows.append({"optimum": _round(opt), "base_rate": _round(inst.base_rate),
                          **{k: _round(v.mean()) for k, v in costs.items()}})
         summary = {"ratio": ratio, "fixed_n": fixed_n, "bin_n": bin_n,
                    "mean_optimum": _round(np.mean([r["optimum"] for r in rows]))}
+        summary["base_rate_min"] = _round(min(r["base_rate"] for r in rows))
+        summary["base_rate_max"] = _round(max(r["base_rate"] for r in rows))
         for k in POLICIES:
             summary[f"mean_{k}"] = _round(np.mean([r[k] for r in rows]))
             summary[f"ratio_{k}"] = _round(np.mean([r[k] / r["optimum"] for r in rows]))
@@ -101,29 +108,44 @@ def lm(params, inputs, out: Path):
     if len(solvable) < 4:
         raise ValueError(f"config keys 'adap.lm.steps' / 'adap.lm.samples_per_problem': only {len(solvable)} test "
                          "problems have a correct sampled answer; train longer or sample more")
-    insts = [L.pool_instance(pool["answers"][i], pool["scores"][i], pool["correct"][i]) for i in solvable]
-    # how well the cheap score ranks: AUC of log-probability for correct vs wrong samples, per problem
-    aucs = []
-    for i in solvable:
-        c, s = pool["correct"][i], pool["scores"][i]
-        if 0 < c.sum() < len(c):
-            pos, neg = s[c], s[~c]
-            aucs.append(float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean()))
-    seeds = []
-    for seed in params["seeds"]:
-        rng = np.random.default_rng([int(seed), 23])
-        perm = rng.permutation(len(insts))
-        half = len(insts) // 2
-        res = evaluate_prompts([insts[i] for i in perm[:half]], [insts[i] for i in perm[half:]], cfg, rng)
-        for i, row in enumerate(res["per_ratio"]):
-            tracking.active().log_metrics({f"seed{seed}/{k}": row[f"ratio_{k}"] for k in POLICIES}, step=i)
-        seeds.append({"seed": seed, **res})
-    io.write_json(out / "metrics.json", {
-        "variant": "lm", "settings": settings, "evaluation": cfg, "seeds": seeds,
-        "test_problems": len(test_pairs), "solvable_problems": int(len(solvable)),
-        "sample_accuracy": _round(pool["correct"].mean()),
-        "per_problem_accuracy": [_round(x) for x in pool["correct"].mean(1)],
-        "score_auc_mean": _round(np.mean(aucs)) if aucs else None})
+
+    def auc_mean(scores):
+        """How well a cheap score ranks: AUC of correct against wrong samples, mean over problems."""
+        aucs = []
+        for i in solvable:
+            c, s = pool["correct"][i], scores[i]
+            if 0 < c.sum() < len(c):
+                pos, neg = s[c], s[~c]
+                aucs.append(float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean()))
+        return _round(np.mean(aucs)) if aucs else None
+
+    def run_seeds(scores, stream, tag):
+        insts = [L.pool_instance(pool["answers"][i], scores[i], pool["correct"][i]) for i in solvable]
+        seeds = []
+        for seed in params["seeds"]:
+            rng = np.random.default_rng([int(seed), stream])
+            perm = rng.permutation(len(insts))
+            half = len(insts) // 2
+            res = evaluate_prompts([insts[i] for i in perm[:half]], [insts[i] for i in perm[half:]], cfg, rng)
+            for i, row in enumerate(res["per_ratio"]):
+                tracking.active().log_metrics({f"{tag}seed{seed}/{k}": row[f"ratio_{k}"] for k in POLICIES}, step=i)
+            seeds.append({"seed": seed, **res})
+            print(f"{tag or 'logprob '}seed {seed}: " + ", ".join(
+                f"c_v/c_g={r['ratio']:g} ADAP {r['ratio_adap']:.3f}" for r in res["per_ratio"]), flush=True)
+        return seeds
+
+    metrics = {"variant": "lm", "settings": settings, "evaluation": cfg,
+               "seeds": run_seeds(pool["scores"], 23, ""),
+               "test_problems": len(test_pairs), "solvable_problems": int(len(solvable)),
+               "sample_accuracy": _round(pool["correct"].mean()),
+               "per_problem_accuracy": [_round(x) for x in pool["correct"].mean(1)],
+               "score_auc_mean": auc_mean(pool["scores"]), "reward_model": None}
+    if settings.get("reward_model", True):
+        rm, rm_info = L.train_reward_model(model, train_pairs, settings, settings["seed"])
+        rm_scores = L.reward_scores(rm, test_pairs, pool["answers"], settings["max_operand"])
+        metrics["reward_model"] = {"seeds": run_seeds(rm_scores, 29, "rm/"), "score_auc_mean": auc_mean(rm_scores),
+                                   **rm_info}
+    io.write_json(out / "metrics.json", metrics)
     return [out / "metrics.json"]
 
 
@@ -131,9 +153,18 @@ def lm(params, inputs, out: Path):
 def figures(params, inputs, out: Path):
     variants, scale = params["run_variants"], params["scale"]
     runs = {v: io.read_json(inputs["evals"] / v / "metrics.json") for v in variants}
+    if "lm" in runs and runs["lm"].get("reward_model"):
+        rm = runs["lm"]["reward_model"]
+        runs["lm_rm"] = {**runs["lm"], "variant": "lm_rm", "seeds": rm["seeds"], "score_auc_mean": rm["score_auc_mean"]}
+        variants = [*variants, "lm_rm"]
     figdir = out / "figures"
     labels = {"monotone": "synthetic, monotone success", "nonmonotone": "synthetic, NON-monotone success",
-              "lm": "tiny LM on addition (log-prob score)"}
+              "lm": "tiny LM on addition (log-prob score)", "lm_rm": "tiny LM on addition (reward-model score)"}
+
+    def optimum_label(v):
+        # on the LM the answers are distinct atoms that pass with probability 0 or 1: the
+        # "distribution-aware" optimum then knows which answers are right
+        return "correctness oracle (DP)" if v.startswith("lm") else "distribution-aware optimum (DP)"
 
     fig, axes = plotting.figure(ncols=len(variants))
     for i, v in enumerate(variants):
@@ -142,11 +173,11 @@ def figures(params, inputs, out: Path):
         for k, name in POLICIES.items():
             plotting.mean_band(ax, ratios, [[r[f"ratio_{k}"] for r in s["per_ratio"]] for s in m["seeds"]],
                                name, COLORS[k])
-        ax.axhline(1.0, color="k", ls="--", lw=1, label="distribution-aware optimum (DP)")
+        ax.axhline(1.0, color="k", ls="--", lw=1, label=optimum_label(v))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("verify / generate cost ratio c_v / c_g (log scale)")
-        ax.set_ylabel("expected cost / optimum (mean over test prompts)")
+        ax.set_ylabel(f"expected cost / {optimum_label(v).split(' (')[0]} (mean over test prompts)")
         ax.set_title(f"{labels.get(v, v)} ({scale})", fontsize=10)
         ax.legend(fontsize=7)
     plotting.save(fig, figdir / "cost_ratio.png")
@@ -156,7 +187,7 @@ def figures(params, inputs, out: Path):
         ax, m = axes[0, i], runs[v]
         ratios = m["seeds"][0]["cost_ratios"]
         plotting.mean_band(ax, ratios, [[r["mean_optimum"] for r in s["per_ratio"]] for s in m["seeds"]],
-                           "optimum (DP)", "k")
+                           optimum_label(v), "k")
         for k, name in POLICIES.items():
             plotting.mean_band(ax, ratios, [[r[f"mean_{k}"] for r in s["per_ratio"]] for s in m["seeds"]],
                                name, COLORS[k])
@@ -178,16 +209,23 @@ def figures(params, inputs, out: Path):
                          **{f"{k}_cost": claims.fmt([p[f"mean_{k}"] for p in per]) for k in POLICIES},
                          **{f"{k}_over_opt": claims.fmt([p[f"ratio_{k}"] for p in per]) for k in POLICIES},
                          "adap_worst_prompt_over_opt": claims.fmt([p["max_ratio_adap"] for p in per]),
+                         "base_rate_range": f"{min(p['base_rate_min'] for p in per):.3g}-"
+                                            f"{max(p['base_rate_max'] for p in per):.3g}",
                          "fixed_n": "/".join(str(p["fixed_n"]) for p in per)})
     if "lm" in runs:
         m = runs["lm"]
+        rm = m.get("reward_model") or {}
         rows.append({"variant": "lm", "cost_ratio": "",
                      "optimum": f"{m['solvable_problems']}/{m['test_problems']} problems with a correct sample; "
-                                f"sample accuracy {m['sample_accuracy']:.3f}; log-prob AUC {m['score_auc_mean']}"})
+                                f"sample accuracy {m['sample_accuracy']:.3f}; log-prob AUC {m['score_auc_mean']}"
+                                + (f"; reward-model AUC {rm['score_auc_mean']} (trained on {rm['rm_train_answers']} "
+                                   f"answers, training accuracy {rm['rm_train_accuracy']:.3f})" if rm else "")})
     columns = list(dict.fromkeys(key for row in rows for key in row))
     io.write_csv(out / "summary.csv", [{c: r.get(c, "") for c in columns} for r in rows], columns)
-    summary = {v: {"label": labels.get(v, v), "success": runs[v]["settings"].get("success", v),
-                   "holds_fixed": "the trained LM and its sampled answer pools (adap.lm.seed)" if v == "lm" else "",
+    summary = {v: {"label": labels.get(v, v), "success": runs[v]["settings"].get("success", "lm"),
+                   "optimum": optimum_label(v).split(" (")[0],
+                   "holds_fixed": ("the trained LM, its sampled answer pools and the reward model (adap.lm.seed)"
+                                   if v.startswith("lm") else ""),
                    "cost_ratios": runs[v]["seeds"][0]["cost_ratios"],
                    "items": {k: [[[p[k] / p["optimum"] for p in r["prompts"]] for r in s["per_ratio"]]
                                  for s in runs[v]["seeds"]] for k in POLICIES}}
