@@ -452,7 +452,6 @@ def figures(params, inputs, out: Path):
     summary += [{"item": f"wall seconds per density (mean), same {scfg['scaling_rows']} rows at every d, d={d}",
                  "ours": timing["scaling_wall"][d]} for d in sorted(timing["scaling_wall"], key=int)]
     summary = [{col: r.get(col, "") for col in ["item", *columns]} for r in summary]
-    io.write_csv(out / "summary.csv", summary, ["item", *columns])
 
     best_fam = max(surv["fits"], key=lambda f: surv["fits"][f]["loglik"])
     neural = surv.get("neural")
@@ -472,7 +471,6 @@ def figures(params, inputs, out: Path):
                             "data": surv.get("data", ""),
                             "neural_components": neural["components"] if neural else None,
                             "neural_loglik": neural["loglik"] if neural else None}}
-    claims.write_claims(out / "claims.csv", paper_claims.claim_rows(claim_input, scale))
     tracking.active().log_metrics({"speedup_at_ref_dim": speedup_r, "speedup_at_ref_dim_vectorised": speedup,
                                    "loglog_slope": slope})
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, summary, paper_claims.claim_rows(claim_input, scale))

@@ -13,17 +13,13 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.io import significant
 
 from . import baselines, method
 from . import claims as paper_claims
 from .claims import POLICIES
 
 COLORS = {"adap": "#1f77b4", "fixed_n": "#ff7f0e", "difficulty": "#2ca02c"}
-
-
-def _round(x, digits: int = 8):
-    x = float(x)
-    return x if not np.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
 
 
 def synthetic_prompt(settings: dict, difficulty: float) -> method.Instance:
@@ -63,16 +59,16 @@ def evaluate_prompts(train: list, test: list, cfg: dict, rng: np.random.Generato
                      "fixed_n": baselines.best_of_n_cost(inst, fixed_n, c_g, c_v, cfg["runs"], rng),
                      "difficulty": baselines.difficulty_adaptive_cost(inst, edges, bin_n, cfg["n_probe"], c_g, c_v,
                                                                       cfg["runs"], rng, reuse)}
-            rows.append({"optimum": _round(opt), "base_rate": _round(inst.base_rate),
-                         **{k: _round(v.mean()) for k, v in costs.items()}})
+            rows.append({"optimum": significant(opt, 8), "base_rate": significant(inst.base_rate, 8),
+                         **{k: significant(v.mean(), 8) for k, v in costs.items()}})
         summary = {"ratio": ratio, "fixed_n": fixed_n, "bin_n": bin_n,
-                   "mean_optimum": _round(np.mean([r["optimum"] for r in rows]))}
-        summary["base_rate_min"] = _round(min(r["base_rate"] for r in rows))
-        summary["base_rate_max"] = _round(max(r["base_rate"] for r in rows))
+                   "mean_optimum": significant(np.mean([r["optimum"] for r in rows]), 8)}
+        summary["base_rate_min"] = significant(min(r["base_rate"] for r in rows), 8)
+        summary["base_rate_max"] = significant(max(r["base_rate"] for r in rows), 8)
         for k in POLICIES:
-            summary[f"mean_{k}"] = _round(np.mean([r[k] for r in rows]))
-            summary[f"ratio_{k}"] = _round(np.mean([r[k] / r["optimum"] for r in rows]))
-            summary[f"max_ratio_{k}"] = _round(np.max([r[k] / r["optimum"] for r in rows]))
+            summary[f"mean_{k}"] = significant(np.mean([r[k] for r in rows]), 8)
+            summary[f"ratio_{k}"] = significant(np.mean([r[k] / r["optimum"] for r in rows]), 8)
+            summary[f"max_ratio_{k}"] = significant(np.max([r[k] / r["optimum"] for r in rows]), 8)
         out["per_ratio"].append({**summary, "prompts": rows})
     return out
 
@@ -117,7 +113,7 @@ def lm(params, inputs, out: Path):
             if 0 < c.sum() < len(c):
                 pos, neg = s[c], s[~c]
                 aucs.append(float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean()))
-        return _round(np.mean(aucs)) if aucs else None
+        return significant(np.mean(aucs), 8) if aucs else None
 
     def run_seeds(scores, stream, tag):
         insts = [L.pool_instance(pool["answers"][i], scores[i], pool["correct"][i]) for i in solvable]
@@ -137,8 +133,8 @@ def lm(params, inputs, out: Path):
     metrics = {"variant": "lm", "settings": settings, "evaluation": cfg,
                "seeds": run_seeds(pool["scores"], 23, ""),
                "test_problems": len(test_pairs), "solvable_problems": int(len(solvable)),
-               "sample_accuracy": _round(pool["correct"].mean()),
-               "per_problem_accuracy": [_round(x) for x in pool["correct"].mean(1)],
+               "sample_accuracy": significant(pool["correct"].mean(), 8),
+               "per_problem_accuracy": [significant(x, 8) for x in pool["correct"].mean(1)],
                "score_auc_mean": auc_mean(pool["scores"]), "reward_model": None}
     if settings.get("reward_model", True):
         rm, rm_info = L.train_reward_model(model, train_pairs, settings, settings["seed"])
@@ -220,8 +216,6 @@ def figures(params, inputs, out: Path):
                                 f"sample accuracy {m['sample_accuracy']:.3f}; log-prob AUC {m['score_auc_mean']}"
                                 + (f"; reward-model AUC {rm['score_auc_mean']} (trained on {rm['rm_train_answers']} "
                                    f"answers, training accuracy {rm['rm_train_accuracy']:.3f})" if rm else "")})
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    io.write_csv(out / "summary.csv", [{c: r.get(c, "") for c in columns} for r in rows], columns)
     summary = {v: {"label": labels.get(v, v), "success": runs[v]["settings"].get("success", "lm"),
                    "optimum": optimum_label(v).split(" (")[0],
                    "holds_fixed": ("the trained LM, its sampled answer pools and the reward model (adap.lm.seed)"
@@ -230,5 +224,4 @@ def figures(params, inputs, out: Path):
                    "items": {k: [[[p[k] / p["optimum"] for p in r["prompts"]] for r in s["per_ratio"]]
                                  for s in runs[v]["seeds"]] for k in POLICIES}}
                for v in variants}
-    claims.write_claims(out / "claims.csv", paper_claims.claim_rows(summary, scale))
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, rows, paper_claims.claim_rows(summary, scale))
