@@ -1,7 +1,8 @@
 # apexphys: ApexPhys, continual rPPG over sequential domains.
 # generate (UBFC-rPPG / PURE folders) -> preprocess (loaders, crop, normalise, cache; GREEN/CHROM/POS)
 # -> train (one job per method, every seed) -> figures. Generate and preprocess run once per seed:
-# a seed draws its own subjects, heart rates and videos.
+# a seed draws its own subjects, heart rates and videos. EWC's and BCRP's lambda are tuned on the
+# shared grid (apexphys_tune, on held-out training clips of one seed) before their train jobs.
 AX = "results/apexphys"
 AX_FIGURES = ["r_matrices", "avg_mae_per_task"]
 AX_REAL_DIRS = [spec["data_dir"] for spec in config["apexphys"]["data"].get("real", {}).values()
@@ -63,10 +64,59 @@ rule apexphys_preprocess:
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
+def ax_tuned_by(variant):
+    """The variant whose tuned strength `variant` uses: itself (tune) or another (tune_from)."""
+    settings = config["apexphys"]["variants"][variant]
+    return variant if settings.get("tune") else settings.get("tune_from")
+
+
+def ax_tuned_input(wildcards):
+    source = ax_tuned_by(wildcards.variant)
+    return [] if source is None else [f"{AX}/tune/{source}/choice.json"]
+
+
+def ax_tuned_arg(wildcards, input):
+    return f"--input tuned={Path(input.tuned[0]).parent}" if input.tuned else ""
+
+
+rule apexphys_tune:
+    input:
+        clips=f"{AX}/data/seed{config['apexphys']['tuning']['seed']}/clips.safetensors",
+        index=f"{AX}/data/seed{config['apexphys']['tuning']['seed']}/index.json",
+    output:
+        choice=f"{AX}/tune/{{variant}}/choice.json",
+        timing=f"{AX}/tune/{{variant}}/timing.json",
+    params:
+        cli=CLI,
+        args=paper_params("apexphys", "preprocess", "heart_rate", "model", "train", "tuning"),
+        wildcards=wildcards_json,
+        code=code_stamp("apexphys"),
+        data=folder_of("input", "clips", up=2),
+        out=folder_of("output", "choice"),
+    log:
+        f"{AX}/logs/tune/{{variant}}.log",
+    benchmark:
+        f"{AX}/benchmarks/tune/{{variant}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **job_resources(
+            config["apexphys"]["resources"]["train_mem_mb"],
+            config["apexphys"]["resources"]["train_runtime_min"],
+            config["apexphys"]["resources"]["train_gpus"],
+            training=True,
+        ),
+    shell:
+        "{resources.mpi} {params.cli} apexphys tune --params {params.args:q} --input data={params.data}"
+        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
 rule apexphys_train:
     input:
         clips=expand(f"{AX}/data/seed{{seed}}/clips.safetensors", seed=config["apexphys"]["seeds"]),
         index=expand(f"{AX}/data/seed{{seed}}/index.json", seed=config["apexphys"]["seeds"]),
+        tuned=ax_tuned_input,
     output:
         metrics=f"{AX}/train/{{variant}}/metrics.json",
         timing=f"{AX}/train/{{variant}}/timing.json",
@@ -76,6 +126,7 @@ rule apexphys_train:
         wildcards=wildcards_json,
         code=code_stamp("apexphys"),
         data=folder_of("input", "clips", up=2),
+        tuned=ax_tuned_arg,
         out=folder_of("output", "metrics"),
     log:
         f"{AX}/logs/train/{{variant}}.log",
@@ -93,7 +144,7 @@ rule apexphys_train:
         ),
     shell:
         "{resources.mpi} {params.cli} apexphys train --params {params.args:q} --input data={params.data}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
+        " {params.tuned} --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule apexphys_figures:

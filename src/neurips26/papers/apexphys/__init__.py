@@ -1,7 +1,7 @@
 """ApexPhys: continual remote photoplethysmography over sequential domains (apexphys)."""
 
 TITLE = "ApexPhys: continual remote photoplethysmography"
-STEPS = ("generate", "preprocess", "train", "figures")
+STEPS = ("generate", "preprocess", "tune", "train", "figures")
 
 METHOD_KINDS = ("finetune", "joint", "ewc", "lwf", "replay", "apexphys")
 
@@ -33,6 +33,20 @@ def check_config(block: dict) -> list[str]:
         problems.append(f"data.frames: {frames} frames per clip is shorter than preprocess.chunk_length {chunk}")
     if chunk % 4:
         problems.append(f"preprocess.chunk_length: {chunk} must be divisible by 4 (two temporal poolings)")
+    for name, v in variants.items():
+        source = v.get("tune_from")
+        if source is not None and (source not in variants or not variants[source].get("tune")):
+            problems.append(f"variants.{name}.tune_from: '{source}' is not a variant with a 'tune' key")
+        if v.get("tune") and source is not None:
+            problems.append(f"variants.{name}: set either tune or tune_from, not both")
+        if name in block.get("run_variants", []) and v.get("kind") == "replay" \
+                and v.get("replay_batch", 0) >= block.get("train", {}).get("batch_size", 4):
+            problems.append(f"variants.{name}.replay_batch: must be below train.batch_size, so that every batch "
+                            "holds new chunks too")
+    tuning = block.get("tuning", {})
+    if tuning and tuning.get("seed") is not None and data.get("source", "synthetic") == "synthetic" \
+            and tuning.get("validation_clips", 1) >= data.get("train_clips", 8):
+        problems.append(f"tuning.validation_clips: must be below data.train_clips ({data.get('train_clips', 8)})")
     if "apexphys" not in block.get("run_variants", ["apexphys"]):
         problems.append("run_variants: must include 'apexphys', the method every claim is about")
     return problems

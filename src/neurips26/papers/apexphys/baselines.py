@@ -3,12 +3,16 @@
 Each strategy sees the domains one at a time (`before_task` / training / `after_task`) and
 may add a term to the negative-Pearson loss:
 - sequential fine-tuning: nothing (the lower bound);
-- joint training: trains on the union of the domains seen so far (the upper bound);
+- joint training (the upper bound): after domain t, a model trained from scratch on the union of
+  domains 0..t with the total number of steps the continual methods have spent by then,
+  (t + 1) x steps_per_task;
 - EWC (Kirkpatrick et al. 2017): + lambda/2 * sum_i F_i (theta_i - theta*_i)^2, with F the
   diagonal Fisher of each finished task (normalised to mean 1) summed over tasks;
 - LwF (Li & Hoiem 2017): + alpha * (1 - r(f_theta(x), f_old(x))) on the new domain's chunks,
   the previous model's pulse as a soft target;
-- experience replay: a fixed number of chunks per finished domain, mixed into every batch.
+- experience replay: a fixed number of chunks per finished domain; once the buffer holds any,
+  every batch is replay_batch buffer chunks plus batch_size - replay_batch new ones, so replay
+  sees as many samples per step as every other method.
 """
 
 from __future__ import annotations
@@ -72,6 +76,17 @@ class Strategy:
     def train_path(self, task: int) -> int | None:
         return None
 
+    def from_scratch(self, task: int) -> bool:
+        """Whether task `task` starts from a freshly initialised model."""
+        return False
+
+    def steps(self, task: int, steps_per_task: int) -> int:
+        return steps_per_task
+
+    def new_per_batch(self, task: int, batch_size: int) -> int:
+        """How many chunks of the current task's training data each batch holds."""
+        return batch_size
+
     def freeze_norm(self, task: int) -> bool:
         return False
 
@@ -93,6 +108,12 @@ class Strategy:
 
 class Joint(Strategy):
     name = "joint"
+
+    def from_scratch(self, task):
+        return True
+
+    def steps(self, task, steps_per_task):
+        return (task + 1) * steps_per_task
 
     def train_chunks(self, task, domains):
         return (torch.cat([d["train_x"] for d in domains[:task + 1]]),
@@ -169,6 +190,14 @@ class Replay(Strategy):
         pick = torch.randperm(len(d["train_x"]), generator=self.generator)[:self.per_domain]
         self.buffer_x.append(d["train_x"][pick])
         self.buffer_y.append(d["train_y"][pick])
+
+    def new_per_batch(self, task, batch_size):
+        if not self.buffer_x:
+            return batch_size
+        if self.replay_batch >= batch_size:
+            raise ValueError(f"config key 'apexphys.variants.*.replay_batch': {self.replay_batch} replayed chunks "
+                             f"leave no room for new ones in train.batch_size {batch_size}")
+        return batch_size - self.replay_batch
 
     def extra_batch(self):
         if not self.buffer_x:

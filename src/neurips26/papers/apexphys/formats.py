@@ -1,4 +1,4 @@
-"""Readers and writers for the on-disk formats of UBFC-rPPG and PURE.
+"""Readers for the on-disk formats of UBFC-rPPG, PURE, MMPD and iBVP; writers for the first two.
 
 UBFC-rPPG (DATASET_2): `<root>/subject<N>/vid.avi` (the real set is uncompressed 8-bit RGB,
 30 fps) and `ground_truth.txt`, three whitespace-separated lines: the PPG waveform, the
@@ -7,6 +7,14 @@ PURE: `<root>/<ii-jj>/<ii-jj>/Image<timestamp_ns>.png` (lossless PNG, 30 fps) an
 `<root>/<ii-jj>/<ii-jj>.json` with "/FullPackage" (60 Hz oximeter samples: Timestamp in ns
 and Value {pulseRate, o2saturation, signalStrength, waveform}) and "/Image" (one Timestamp
 per frame).
+
+MMPD (the rPPG-Toolbox's `mat_dataset` layout): `<root>/subject<N>/p<N>_<k>.mat`, MATLAB files
+with `video` (T, H, W, 3 RGB, floats in [0, 1]), `GT_ppg` (the contact PPG, one sample per
+frame) and the recording's conditions as strings (`light`: LED-low, LED-high, Incandescent or
+Nature; `motion`, `exercise`, ...); 30 fps.
+iBVP: `<root>/p<NN>_<x>/p<NN>_<x>_rgb/*.bmp` (RGB frames, 30 fps, sorted by name) and
+`<root>/p<NN>_<x>/p<NN>_<x>_bvp.csv` (a header line, then one row per PPG sample: the BVP in the
+first column, the signal-quality index in the fourth), sampled over the same span as the frames.
 
 The generator writes UBFC videos with FFV1, a lossless codec, so frames read back byte for
 byte; the reader uses OpenCV, which also reads the real set's raw RGB AVIs.
@@ -140,7 +148,109 @@ def list_pure(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: tuple(int(x) for x in p.name.split("-")))
 
 
-READERS = {"ubfc": (list_ubfc, read_ubfc), "pure": (list_pure, read_pure)}
+# ---------------------------------------------------------------- MMPD
+MMPD_FPS = 30.0
+
+
+def _mat_string(value) -> str:
+    return str(np.asarray(value).squeeze())
+
+
+def read_mmpd(path: Path) -> Recording:
+    """One MMPD recording (a .mat file)."""
+    from scipy.io import loadmat
+
+    path = Path(path)
+    mat = loadmat(str(path))
+    for key in ("video", "GT_ppg"):
+        if key not in mat:
+            raise ValueError(f"{path}: no '{key}' in the MMPD file")
+    video = np.asarray(mat["video"], dtype=np.float64)
+    if video.ndim != 4 or video.shape[-1] != 3:
+        raise ValueError(f"{path}: 'video' has shape {video.shape}, expected (T, H, W, 3)")
+    frames = np.round(np.clip(video, 0, 1) * 255).astype(np.uint8)  # the toolbox's conversion
+    wave = np.asarray(mat["GT_ppg"], dtype=np.float64).T.reshape(-1)
+    n = len(frames)
+    return Recording(path.stem, frames, wave, np.arange(len(wave)) * (n / len(wave)) / MMPD_FPS,
+                     np.arange(n) / MMPD_FPS, np.full(len(wave), np.nan))
+
+
+def mmpd_light(path: Path) -> str:
+    from scipy.io import loadmat
+
+    return _mat_string(loadmat(str(path), variable_names=["light"])["light"])
+
+
+def list_mmpd(root: Path, light: list[str] | None = None) -> list[Path]:
+    """The .mat files under subject folders, by subject and take; with `light`, only recordings
+    under those lighting conditions."""
+    root = Path(root)
+    found = []
+    if root.is_dir():
+        for subject in root.iterdir():
+            if subject.is_dir() and re.fullmatch(r"subject\d+", subject.name):
+                found += [p for p in subject.glob("*.mat") if re.fullmatch(r"p\d+_\d+", p.stem)]
+    found = sorted(found, key=lambda p: (int(p.parent.name[7:]), int(p.stem.split("_")[1])))
+    if light is not None:
+        found = [p for p in found if mmpd_light(p) in light]
+    return found
+
+
+# ---------------------------------------------------------------- iBVP
+IBVP_FPS = 30.0
+
+
+def read_ibvp(folder: Path) -> Recording:
+    import cv2
+
+    folder = Path(folder)
+    name = folder.name
+    bmps = sorted((folder / f"{name}_rgb").glob("*.bmp"))
+    if not bmps:
+        raise FileNotFoundError(f"{folder / (name + '_rgb')}: no .bmp frames")
+    frames = []
+    for p in bmps:
+        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
+        if img is None:
+            raise ValueError(f"{p}: unreadable BMP")
+        frames.append(img[:, :, ::-1])
+    csv = folder / f"{name}_bvp.csv"
+    if not csv.exists():
+        raise FileNotFoundError(f"{csv}: missing iBVP label file")
+    table = np.atleast_2d(np.genfromtxt(csv, delimiter=",", skip_header=1, dtype=np.float64))
+    if table.shape[1] < 1 or not len(table):
+        raise ValueError(f"{csv}: no BVP rows")
+    wave = table[:, 0]
+    n = len(frames)
+    return Recording(name, np.ascontiguousarray(np.stack(frames)), wave,
+                     np.arange(len(wave)) * (n / len(wave)) / IBVP_FPS, np.arange(n) / IBVP_FPS,
+                     np.full(len(wave), np.nan))
+
+
+def list_ibvp(root: Path) -> list[Path]:
+    root = Path(root)
+    found = [p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"p\d+_[A-Za-z0-9]+", p.name)
+             and (p / f"{p.name}_bvp.csv").exists()] if root.is_dir() else []
+    return sorted(found, key=lambda p: (int(p.name[1:].split("_")[0]), p.name))
+
+
+# ---------------------------------------------------------------- subjects (for splits)
+def subject_of(fmt: str, path: Path) -> str:
+    """The subject a recording belongs to, so that train/test splits never share a person."""
+    path = Path(path)
+    if fmt == "ubfc":
+        return path.name
+    if fmt == "pure":
+        return path.name.split("-")[0]
+    if fmt == "mmpd":
+        return path.parent.name
+    if fmt == "ibvp":
+        return path.name.split("_")[0]
+    raise ValueError(f"unknown dataset format '{fmt}'; known: {', '.join(READERS)}")
+
+
+READERS = {"ubfc": (list_ubfc, read_ubfc), "pure": (list_pure, read_pure), "mmpd": (list_mmpd, read_mmpd),
+           "ibvp": (list_ibvp, read_ibvp)}
 
 
 def read_dataset(root: Path, fmt: str) -> list[Recording]:

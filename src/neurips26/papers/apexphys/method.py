@@ -8,18 +8,22 @@ anchored:  L_BCRP = lambda/2 * sum_i M_i F_i (theta_i - theta*_i)^2,  M_i = 1[F_
 The rest of the backbone stays free to adapt; the backbone's batch-norm statistics, part of the
 representation every earlier domain relies on, are frozen after the first domain.
 
-Hierarchical Expansion Strategy (HES). Before domain t, its training chunks pass through the
-backbone and every layer l gets a discrepancy to the closest earlier domain,
+Hierarchical Expansion Strategy (HES). Before domain t, its training chunks pass through a
+frozen probe, a copy of the backbone taken after the first domain (the same network for every
+domain, so that the statistics of domain t and of every earlier domain are measured alike: a
+backbone that has just been trained on domain t-1 would make t-1 look closest), and every
+layer l gets a discrepancy to the closest earlier domain,
     D_l = min_k mean_c [KL(N_t || N_k) + KL(N_k || N_t)],  N = N(mu_{l,c}, s2_{l,c}),
 the symmetric KL between per-channel Gaussians of the activations. Layers with
 D_l >= tau * max_l D_l (and D_l above a floor) get a new residual branch for domain t. A clip
 is later routed to the branches of the domain whose stored statistics are closest to its
 own (sum over layers of log(1 + D_l)), measured in a frozen copy of the backbone taken after
-the first domain, so that stored statistics stay comparable while the backbone moves.
+the first domain, the same probe.
 
 Prior-Guided Pathfinding (PGP). A new branch starts from the parameters of the most similar
 earlier domain's branch at that layer, k* = argmin_k sum_l D_l(t, k) (parameter
-inheritance); where k* has none, it starts at zero (the output is unchanged).
+inheritance, with D from the same probe); where k* has none, it starts at zero (the output is
+unchanged). `inherited_branches` counts the branches that were actually copied.
 """
 
 from __future__ import annotations
@@ -80,12 +84,12 @@ class ApexPhys(QuadraticAnchor):
         self.tau = float(settings["hes_tau"])
         self.floor = float(settings["hes_min_discrepancy"])
         self.fisher_sum: list[torch.Tensor] | None = None
-        self.domain_stats: list[dict] = []     # current backbone, at the end of each task (HES)
-        self.signatures: list[dict] = []       # frozen probe backbone (routing)
+        self.signatures: list[dict] = []       # per finished domain, in the frozen probe (HES, PGP, routing)
         self.probe: PhysNet | None = None
         self.expanded: dict[int, list[str]] = {}
         self.inherited_from: dict[int, int | None] = {}
         self.discrepancy_log: dict[int, dict[str, float]] = {}
+        self.inherited_branches = 0
         self.current = 0
 
     # ---- HES + PGP
@@ -94,8 +98,8 @@ class ApexPhys(QuadraticAnchor):
         if task == 0 or not self.use_hes:
             self.expanded[task] = []
             return
-        stats = layer_statistics(model, domains[task]["train_x"])
-        per_domain = discrepancies(stats, self.domain_stats)
+        stats = layer_statistics(self.probe, domains[task]["train_x"])
+        per_domain = discrepancies(stats, self.signatures)
         closest = {name: min(d[name] for d in per_domain) for name in LAYERS}
         top = max(closest.values())
         layers = [name for name in LAYERS if closest[name] >= self.tau * top and closest[name] >= self.floor]
@@ -103,8 +107,10 @@ class ApexPhys(QuadraticAnchor):
         source = prior if self.use_pgp else None
         g = torch.Generator().manual_seed(20_000 + 97 * self.seed + task)
         for name in layers:
+            inherits = source is not None and model.key(source, name) in model.branches
             branch = model.add_branch(task, name, init_from=source)
-            if source is None or model.key(source, name) not in model.branches:
+            self.inherited_branches += int(inherits)
+            if not inherits:
                 with torch.no_grad():  # seeded initialisation of the down projection
                     fan_in = branch.down.weight[0].numel()
                     branch.down.weight.copy_(torch.randn(branch.down.weight.shape, generator=g) / fan_in ** 0.5)
@@ -123,7 +129,6 @@ class ApexPhys(QuadraticAnchor):
     def after_task(self, model, task, domains):
         d = domains[task]
         if self.use_hes:
-            self.domain_stats.append(layer_statistics(model, d["train_x"]))
             if self.probe is None:
                 self.probe = copy.deepcopy(model).eval()
                 self.probe.branches = torch.nn.ModuleDict()
@@ -149,4 +154,5 @@ class ApexPhys(QuadraticAnchor):
     def info(self):
         return {"expanded_layers": {str(k): v for k, v in self.expanded.items()},
                 "inherited_from": {str(k): v for k, v in self.inherited_from.items()},
-                "layer_discrepancy": {str(k): v for k, v in self.discrepancy_log.items()}}
+                "layer_discrepancy": {str(k): v for k, v in self.discrepancy_log.items()},
+                "inherited_branches": self.inherited_branches}

@@ -98,3 +98,38 @@ def pos(rgb: np.ndarray, fs: float, window_s: float = 1.6) -> np.ndarray:
 
 
 UNSUPERVISED = {"GREEN": green, "CHROM": chrom, "POS": pos}
+
+
+def _filtered_spectrum(x: np.ndarray, fs: float, low_hz: float, high_hz: float, nfft_min: int):
+    x = bandpass(detrend(np.asarray(x, dtype=float)), fs, low_hz, high_hz)
+    nfft = max(next_power_of_two(len(x)), nfft_min)
+    freqs, power = sps.periodogram(x, fs=fs, nfft=nfft, detrend=False)
+    return freqs, power
+
+
+def snr_db(pulse: np.ndarray, fs: float, hr_bpm: float, low_hz: float = 0.65, high_hz: float = 2.6,
+           nfft_min: int = 2048, tolerance_hz: float = 0.1, filtered: bool = True) -> float:
+    """Pulse SNR (de Haan & Jeanne 2013), in dB: inside the cardiac band, the power within
+    `tolerance_hz` of the reference heart rate f0 and of its first harmonic 2 f0, over the power
+    everywhere else in the band. The periodogram is of the detrended, band-passed pulse
+    (`filtered`), as for the heart rate."""
+    if filtered:
+        freqs, power = _filtered_spectrum(pulse, fs, low_hz, high_hz, nfft_min)
+    else:
+        x = np.asarray(pulse, dtype=float)
+        freqs, power = sps.periodogram(x, fs=fs, nfft=max(next_power_of_two(len(x)), nfft_min), detrend=False)
+    f0 = hr_bpm / 60.0
+    band = (freqs >= low_hz) & (freqs <= high_hz)
+    near = (np.abs(freqs - f0) <= tolerance_hz) | (np.abs(freqs - 2 * f0) <= tolerance_hz)
+    signal_power, noise_power = power[band & near].sum(), power[band & ~near].sum()
+    return float(10 * np.log10(max(signal_power, 1e-30) / max(noise_power, 1e-30)))
+
+
+def waveform_correlation(pulse: np.ndarray, reference: np.ndarray, fs: float, low_hz: float = 0.65,
+                         high_hz: float = 2.6) -> float:
+    """Pearson r between the detrended, band-passed predicted pulse and contact PPG."""
+    a = bandpass(detrend(pulse), fs, low_hz, high_hz)
+    b = bandpass(detrend(reference), fs, low_hz, high_hz)
+    if a.std() == 0 or b.std() == 0:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])

@@ -40,7 +40,8 @@ def generate(params, inputs, out: Path):
             root = Path(spec["data_dir"])
             if not root.is_dir():
                 raise FileNotFoundError(f"config key 'apexphys.data.real.{name}.data_dir': {root} is not a folder")
-            domains.append({"name": name, "format": spec["format"], "root": str(root), "split": "fraction"})
+            domains.append({"name": name, "format": spec["format"], "root": str(root), "split": "fraction",
+                            "light": spec.get("light")})
         io.write_json(out / "manifest.json", {"source": "real", "domains": domains})
         return [out / "manifest.json"]
     from .formats import write_pure, write_ubfc
@@ -87,13 +88,13 @@ def preprocess(params, inputs, out: Path):
     for dom in manifest["domains"]:
         root = Path(dom["root"]) if manifest["source"] == "real" else raw / dom["root"]
         lister, reader = READERS[dom["format"]]
-        folders = lister(root)
+        folders = lister(root, light=dom["light"]) if dom.get("light") else lister(root)
         if not folders:
             raise FileNotFoundError(f"{root}: no {dom['format'].upper()} recordings found")
         if dom["split"] == "count":
             n_train = dom["train_clips"]
         else:
-            n_train = max(1, int(round(len(folders) * (1 - params["data"]["test_fraction"]))))
+            folders, n_train = subject_split(folders, dom["format"], params["data"]["test_fraction"], params["seed"])
         processed = [process_recording(reader(f), p["size"], p["face_detector"], p["max_frames"]) for f in folders]
         length = min(len(r["y"]) for r in processed)
         length -= length % p["chunk_length"]
@@ -107,9 +108,14 @@ def preprocess(params, inputs, out: Path):
         gt = [signals.heart_rate(r["y"][:length], fps, band["low_hz"], band["high_hz"]) for r in processed[n_train:]]
         scores = {}
         for method, fn in signals.UNSUPERVISED.items():
-            pred = [signals.heart_rate(fn(r["rgb"][:length], fps), fps, band["low_hz"], band["high_hz"])
-                    for r in processed[n_train:]]
-            scores[method] = {"pred_hr": pred, "mae": float(np.mean(np.abs(np.array(pred) - np.array(gt))))}
+            pulses = [fn(r["rgb"][:length], fps) for r in processed[n_train:]]
+            pred = [signals.heart_rate(x, fps, band["low_hz"], band["high_hz"]) for x in pulses]
+            snr = [signals.snr_db(x, fps, g, band["low_hz"], band["high_hz"]) for x, g in zip(pulses, gt)]
+            wave_r = [signals.waveform_correlation(x, r["y"][:length], fps, band["low_hz"], band["high_hz"])
+                      for x, r in zip(pulses, processed[n_train:])]
+            scores[method] = {"pred_hr": pred, "mae": float(np.mean(np.abs(np.array(pred) - np.array(gt)))),
+                              "snr": snr, "wave_r": wave_r, "mean_snr": float(np.mean(snr)),
+                              "mean_wave_r": float(np.mean(wave_r))}
         unsup[name] = {"gt_hr": gt, **scores}
         index[name] = {"format": dom["format"], "train_clips": n_train, "test_clips": len(processed) - n_train,
                        "frames": length, "face_boxes": [list(map(int, r["box"])) for r in processed]}
@@ -122,6 +128,84 @@ def preprocess(params, inputs, out: Path):
     return [out / "index.json", out / "unsupervised.json"]
 
 
+def subject_split(folders: list, fmt: str, test_fraction: float, seed: int) -> tuple[list, int]:
+    """Real datasets: the recordings reordered so that the training ones come first, and how many
+    there are. Subjects (never recordings of one person on both sides) are shuffled by the
+    replicate seed and the first round((1 - test_fraction) x subjects) train, so each seed draws
+    its own split."""
+    from .formats import subject_of
+
+    subjects = sorted({subject_of(fmt, f) for f in folders})
+    if len(subjects) < 2:
+        raise ValueError(f"{Path(folders[0]).parent}: one subject only, no train/test split (data.test_fraction)")
+    order = np.random.default_rng(SPLIT_SEED + seed).permutation(len(subjects))
+    n_train = min(len(subjects) - 1, max(1, int(round(len(subjects) * (1 - test_fraction)))))
+    train_subjects = {subjects[i] for i in order[:n_train]}
+    train = [f for f in folders if subject_of(fmt, f) in train_subjects]
+    test = [f for f in folders if subject_of(fmt, f) not in train_subjects]
+    return train + test, len(train)
+
+
+SPLIT_SEED = 4_242
+
+
+# ---------------------------------------------------------------- tune
+def _split_validation(domains: list[dict], clips: int, chunk_length: int, stride: int) -> list[dict]:
+    """Hold out the last `clips` training clips of every domain as its validation clips; the
+    rest train. The test clips are not touched."""
+    from .continual import chunks_of
+
+    out = []
+    for d in domains:
+        n = len(d["train_clips_x"])
+        if n <= clips:
+            raise ValueError(f"config key 'apexphys.tuning.validation_clips': domain {d['name']} has {n} training "
+                             f"clips, it needs more than {clips}")
+        train_x, train_y = chunks_of(d["train_clips_x"][:n - clips], d["train_clips_y"][:n - clips], chunk_length, stride)
+        out.append({"name": d["name"], "train_x": train_x, "train_y": train_y,
+                    "test_x": list(d["train_clips_x"][n - clips:]), "test_y": list(d["train_clips_y"][n - clips:])})
+    return out
+
+
+def tune(params, inputs, out: Path):
+    """Pick a variant's penalty strength (EWC's or BCRP's lambda) from the shared grid
+    `tuning.grid`: on seed `tuning.seed`'s data, train on all but `tuning.validation_clips`
+    training clips per domain over the whole sequence, score the final model on the held-out
+    clips, keep the lambda with the lowest final validation MAE averaged over domains."""
+    from neurips26.core.job import global_rank
+
+    from .continual import run_protocol
+
+    tun, band = params["tuning"], params["heart_rate"]
+    settings = params["variant_settings"]
+    key = settings.get("tune")
+    if key is None:
+        raise ValueError(f"config key 'apexphys.variants.{params['variant']}.tune': not set, nothing to tune")
+    t = params["train"] | {"chunk_length": params["preprocess"]["chunk_length"]}
+    domains, index = _load_domains(inputs["data"] / f"seed{tun['seed']}", t["chunk_length"], t["train_stride"])
+    domains = _split_validation(domains, tun["validation_clips"], t["chunk_length"], t["train_stride"])
+    scores, timing = {}, {}
+    for value in tun["grid"]:
+        for old in out.glob("grid*"):
+            shutil.rmtree(old)
+        started = time.perf_counter()
+        res = run_protocol(domains, settings["kind"], settings | {key: float(value)}, t, params["model"], tun["seed"],
+                           out / f"grid{value}", params | {"tune_value": value}, index["fps"],
+                           (band["low_hz"], band["high_hz"]), evaluate_each_task=False)
+        timing[str(value)] = time.perf_counter() - started
+        scores[str(value)] = {"val_mae": res["final"]["mae"], "val_snr_db": res["final"]["snr_db"]}
+        print(f"tune {params['variant']}: {key} = {value}: validation MAE {res['final']['mae']:.3f} bpm", flush=True)
+    for old in out.glob("grid*"):
+        shutil.rmtree(old)
+    best = min(tun["grid"], key=lambda v: scores[str(v)]["val_mae"])  # ties: the first in the grid
+    if global_rank() == 0:
+        io.write_json(out / "choice.json", {"variant": params["variant"], "key": key, "grid": list(tun["grid"]),
+                                            "seed": tun["seed"], "validation_clips": tun["validation_clips"],
+                                            "scores": scores, "chosen": float(best)})
+        io.write_json(out / "timing.json", {"seconds_per_value": timing})
+    return [out / "choice.json", out / "timing.json"]
+
+
 # ---------------------------------------------------------------- train
 def _load_domains(folder: Path, chunk_length: int, stride: int):
     from .continual import chunks_of
@@ -130,9 +214,10 @@ def _load_domains(folder: Path, chunk_length: int, stride: int):
     index = io.read_json(folder / "index.json")
     domains = []
     for name in index["order"]:
-        train_x = tensors[f"{name}/train_x"].float()
-        train_x, train_y = chunks_of(train_x, tensors[f"{name}/train_y"], chunk_length, stride)
-        domains.append({"name": name, "train_x": train_x, "train_y": train_y,
+        clips_x, clips_y = tensors[f"{name}/train_x"].float(), tensors[f"{name}/train_y"]
+        train_x, train_y = chunks_of(clips_x, clips_y, chunk_length, stride)
+        domains.append({"name": name, "train_x": train_x, "train_y": train_y, "train_clips_x": clips_x,
+                        "train_clips_y": clips_y,
                         "test_x": list(tensors[f"{name}/test_x"].float()), "test_y": list(tensors[f"{name}/test_y"])})
     return domains, index
 
@@ -144,9 +229,16 @@ def train(params, inputs, out: Path):
 
     from .continual import run_protocol
 
+    from neurips26.core.job import global_rank
+
     band = params["heart_rate"]
     t = params["train"] | {"chunk_length": params["preprocess"]["chunk_length"]}
-    settings = params["variant_settings"]
+    settings = dict(params["variant_settings"])
+    tuned = None
+    if "tuned" in inputs:  # the strength picked on the shared grid (this variant's or the one it follows)
+        tuned = io.read_json(inputs["tuned"] / "choice.json")
+        settings[tuned["key"]] = tuned["chosen"]
+        print(f"{params['variant']}: {tuned['key']} = {tuned['chosen']} (tuned for {tuned['variant']})", flush=True)
     results, timing = {}, {}
     for seed in params["seeds"]:
         domains, index = _load_domains(inputs["data"] / f"seed{seed}", t["chunk_length"], t["train_stride"])
@@ -163,9 +255,12 @@ def train(params, inputs, out: Path):
     for old in out.glob("seed*"):
         shutil.rmtree(old)
     metrics = {"variant": params["variant"], "kind": settings["kind"], "domains": index["order"],
+               "tuned": None if tuned is None else {"key": tuned["key"], "value": tuned["chosen"],
+                                                    "from": tuned["variant"], "scores": tuned["scores"]},
                "seeds": results}
-    io.write_json(out / "metrics.json", metrics)
-    io.write_json(out / "timing.json", {"seconds_per_seed": timing})
+    if global_rank() == 0:
+        io.write_json(out / "metrics.json", metrics)
+        io.write_json(out / "timing.json", {"seconds_per_seed": timing})
     return [out / "metrics.json", out / "timing.json"]
 
 
@@ -189,7 +284,10 @@ def figures(params, inputs, out: Path):
         unsup[name] = {"gt_hr": gt}
         for method in ("GREEN", "CHROM", "POS"):
             pred = [h for u in per_seed_unsup for h in u[name][method]["pred_hr"]]
-            unsup[name][method] = {"pred_hr": pred, "mae": float(np.mean(np.abs(np.array(pred) - np.array(gt))))}
+            snr = [v for u in per_seed_unsup for v in u[name][method]["snr"]]
+            wave_r = [v for u in per_seed_unsup for v in u[name][method]["wave_r"]]
+            unsup[name][method] = {"pred_hr": pred, "mae": float(np.mean(np.abs(np.array(pred) - np.array(gt)))),
+                                   "snr": float(np.mean(snr)), "wave_r": float(np.mean(wave_r))}
     order = runs[variants[0]]["domains"]
     n = len(order)
     figdir = out / "figures"
@@ -236,25 +334,28 @@ def figures(params, inputs, out: Path):
         fig.savefig(tmp, format="png", metadata={"Software": None})
     matplotlib.pyplot.close(fig)
 
-    # average MAE over seen domains after each task: methods vs baselines, and the ablations
-    fig, axes = plotting.figure(ncols=2, width=6.2, height=4.4)
+    # average MAE (top) and pulse SNR (bottom) over seen domains after each task: methods vs
+    # baselines, and the ablations; the unsupervised GREEN, CHROM and POS as references
+    fig, axes = plotting.figure(ncols=2, nrows=2, width=6.2, height=4.4)
     xs = list(range(1, n + 1))
     panels = (("ApexPhys against the baselines", [v for v in variants if not v.startswith("apexphys_")]),
               ("ApexPhys against its ablations", [v for v in variants if v.startswith("apexphys")]))
-    for ax, (title, group) in zip(axes[0], panels):
-        for v in group:
-            plotting.mean_band(ax, xs, per_seed(v, lambda r: r["seen_mae_after_task"]), LABELS.get(v, v),
-                               COLOURS.get(v))
-        for method, style in (("POS", ":"), ("CHROM", "-.")):
-            ref = [np.mean([unsup[name][method]["mae"] for name in order[:i]]) for i in xs]
-            ax.plot(xs, ref, style, color="grey", label=f"{method} (unsupervised)")
-        ax.set_xticks(xs, [f"{i}: {order[i - 1]}" for i in xs], rotation=20, fontsize=7)
-        ax.set_xlabel("task (domain just trained on)")
-        ax.set_ylabel("mean HR MAE over seen domains (bpm)")
-        ax.set_title(title)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"apexphys: average MAE after each task ({scale} scale; line = mean, band = min-max over seeds)",
-                 fontsize=10)
+    rows_spec = (("seen_mae_after_task", "mae", "mean HR MAE over seen domains (bpm)", "lower is better"),
+                 ("seen_snr_after_task", "snr", "mean pulse SNR over seen domains (dB)", "higher is better"))
+    for row, (key, ref_key, ylabel, direction) in zip(axes, rows_spec):
+        for ax, (title, group) in zip(row, panels):
+            for v in group:
+                plotting.mean_band(ax, xs, per_seed(v, lambda r: r[key]), LABELS.get(v, v), COLOURS.get(v))
+            for method, style in (("GREEN", "--"), ("POS", ":"), ("CHROM", "-.")):
+                ref = [np.mean([unsup[name][method][ref_key] for name in order[:i]]) for i in xs]
+                ax.plot(xs, ref, style, color="grey", label=f"{method} (unsupervised)")
+            ax.set_xticks(xs, [f"{i}: {order[i - 1]}" for i in xs], rotation=20, fontsize=7)
+            ax.set_xlabel("task (domain just trained on)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{title} ({direction})", fontsize=9)
+            ax.legend(fontsize=6)
+    fig.suptitle(f"apexphys: average MAE and pulse SNR after each task ({scale} scale; line = mean, "
+                 "band = min-max over seeds)", fontsize=10)
     plotting.save(fig, figdir / "avg_mae_per_task.png")
 
     # table
@@ -266,9 +367,13 @@ def figures(params, inputs, out: Path):
             "final_rmse_bpm": claims.fmt(per_seed(v, lambda r: r["final"]["rmse"])),
             "final_mape_pct": claims.fmt(per_seed(v, lambda r: r["final"]["mape"])),
             "final_pearson": claims.fmt(per_seed(v, lambda r: r["final"]["pearson"])),
+            "final_snr_db": claims.fmt(per_seed(v, lambda r: r["final"]["snr_db"])),
+            "final_wave_r": claims.fmt(per_seed(v, lambda r: r["final"]["wave_r"])),
             "bwt_bpm": claims.fmt(per_seed(v, lambda r: r["bwt"])),
             "plasticity_mae_bpm": claims.fmt(per_seed(v, lambda r: r["plasticity_mae"])),
             "branches": claims.fmt(per_seed(v, lambda r: r["branches"])),
+            "inherited_branches": claims.fmt(per_seed(v, lambda r: r["strategy"].get("inherited_branches", 0))),
+            "tuned": "" if not runs[v].get("tuned") else f"{runs[v]['tuned']['key']} = {runs[v]['tuned']['value']:g}",
         })
     for method in ("GREEN", "CHROM", "POS"):
         pred = np.concatenate([unsup[name][method]["pred_hr"] for name in order])
@@ -278,16 +383,21 @@ def figures(params, inputs, out: Path):
                       "final_rmse_bpm": f"{np.sqrt(np.mean((pred - gt) ** 2)):.3g}",
                       "final_mape_pct": f"{np.mean(np.abs(pred - gt) / gt) * 100:.3g}",
                       "final_pearson": f"{np.corrcoef(pred, gt)[0, 1]:.3g}" if pred.std() > 0 else "n/a",
-                      "bwt_bpm": "", "plasticity_mae_bpm": "", "branches": ""})
+                      "final_snr_db": f"{np.mean([unsup[name][method]['snr'] for name in order]):.3g}",
+                      "final_wave_r": f"{np.mean([unsup[name][method]['wave_r'] for name in order]):.3g}",
+                      "bwt_bpm": "", "plasticity_mae_bpm": "", "branches": "", "inherited_branches": "", "tuned": ""})
     io.write_csv(out / "summary.csv", table)
 
     source = params["data"]["source"]
     summary = {
         "methods": {v: {"bwt": per_seed(v, lambda r: r["bwt"]), "plasticity_mae": per_seed(v, lambda r: r["plasticity_mae"]),
                         "final_mae": per_seed(v, lambda r: r["final"]["mae"]),
-                        "final_items": per_seed(v, lambda r: apex_claims.final_items(r["final_eval"]))}
+                        "final_items": per_seed(v, lambda r: apex_claims.final_items(r["final_eval"])),
+                        "final_snr": per_seed(v, lambda r: r["final"]["snr_db"]),
+                        "snr_items": per_seed(v, lambda r: apex_claims.final_items(r["final_eval"], "snr")),
+                        "inherited_branches": per_seed(v, lambda r: r["strategy"].get("inherited_branches", 0))}
                     for v in variants},
-        "holds_fixed": "the recordings and their train/test split (real datasets)" if source == "real" else "",
+        "holds_fixed": "the recordings (each seed draws its own subject split)" if source == "real" else "",
     }
     claims.write_claims(out / "claims.csv", apex_claims.claim_rows(summary, scale))
     return [*(figdir / f for f in ("r_matrices.png", "avg_mae_per_task.png")), out / "summary.csv", out / "claims.csv"]
