@@ -393,7 +393,7 @@ def figures(params, inputs, out: Path):
     methods = list(runs[variants[0]][0]["merges"])
 
     # normalised and absolute accuracy against the number of merged tasks
-    fig, axes = plotting.figure(ncols=len(variants), nrows=2)
+    fig, axes = plotting.figure(ncols=len(variants) + 1, nrows=2)  # the last column holds the legend
     for col, v in enumerate(variants):
         counts = runs[v][0]["task_counts"]
         for row, (key, ylabel) in enumerate((("mean_normalized", "normalised accuracy (merged / fine-tuned)"),
@@ -406,8 +406,10 @@ def figures(params, inputs, out: Path):
             ax.set_xticks(counts)
             ax.set_ylabel(ylabel)
             ax.set_title(f"{v}: {'normalised' if row == 0 else 'absolute'} accuracy ({scale}, {len(seeds)} seeds)")
-            if row == 0 and col == len(variants) - 1:  # beside the plots, never over the curves
-                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    for row in range(2):
+        axes[row, -1].axis("off")
+    axes[0, -1].legend(handles, labels, fontsize=8, loc="upper left", borderaxespad=0.0)  # never over the curves
     plotting.save(fig, figdir / "accuracy_vs_tasks.png")
 
     # every method at the largest task count: mean over seeds, seeds as dots
