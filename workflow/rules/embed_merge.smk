@@ -12,13 +12,6 @@ EM_CHECKPOINTS = sorted({
 })
 
 
-def em_pretrained(wildcards):
-    """The pre-trained ViT a vision domain's fine-tunes start from (none for the other kinds)."""
-    if config["embed_merge"]["variants"][wildcards.variant]["kind"] != "vision":
-        return {}
-    return {"pretrain": f"{EM}/pretrain/{wildcards.variant}/pretrain.json"}
-
-
 rule embed_merge_pretrain:
     output:
         pretrained=f"{EM}/pretrain/{{variant}}/pretrained.safetensors",
@@ -51,7 +44,14 @@ rule embed_merge_pretrain:
 rule embed_merge_train:
     input:
         EM_CHECKPOINTS,
-        unpack(em_pretrained),
+        # the pre-trained ViT a vision domain's fine-tunes start from (none for the other kinds)
+        unpack(
+            lambda wildcards: (
+                {"pretrain": f"{EM}/pretrain/{wildcards.variant}/pretrain.json"}
+                if config["embed_merge"]["variants"][wildcards.variant]["kind"] == "vision"
+                else {}
+            )
+        ),
     output:
         pretrained=f"{EM}/train/{{variant}}/seed{{seed}}/pretrained.safetensors",
         info=f"{EM}/train/{{variant}}/seed{{seed}}/train.json",
