@@ -40,6 +40,8 @@ FULL = {"rank_mode": "fraction", "rank_fraction": 1.0}
     ("embed_mean", FULL, 1.0),
     ("embed_mean", {**FULL, "basis": "left"}, 1.0),
     ("embed_aligned", {**FULL, "aligned_energy": 1.0}, 1.0),
+    ("embed_mean_posthoc", FULL, 1.0),
+    ("embed_aligned_posthoc", {**FULL, "aligned_energy": 1.0}, 1.0),
 ])
 def test_merging_one_model_returns_that_model(name, settings, scale):
     pre = _state(0, shapes=SQUARE if name.startswith("embed") else SHAPES)
@@ -184,18 +186,41 @@ def test_subspace_share_of_random_updates_matches_its_chance_level():
     assert method.subspace_share(pre, inside, space)["share"] == pytest.approx(1.0)
 
 
+def _number(word: str) -> int:
+    return int(word) if word.isdigit() else tasks.NUMBERS.index(word) + 1
+
+
 def test_text_task_labels_follow_from_the_sentences():
-    words = {w: i for i, w in enumerate(tasks.NUMBERS)}
-    data, classes = tasks.text_task("more_or_fewer", {"train": 200}, 3)
+    data, classes = tasks.text_task("more_or_fewer", {"train": 300}, 3)
+    close = 0
     for s, y in zip(*data["train"]):
         parts = s.split()
-        assert int(words[parts[2]] > words[parts[5]]) == int(y)
-    data, _ = tasks.text_task("sentiment", {"train": 200}, 4)
+        a, b = _number(parts[2]), _number(parts[5])
+        assert int(a > b) == int(y)
+        close += abs(a - b) == 1
+    assert close > 100  # about half of the pairs are one apart (plus the random pairs that are)
+    data, _ = tasks.text_task("sentiment", {"train": 300}, 4)
     for s, y in zip(*data["train"]):
-        assert any(w in s for w in (tasks.POSITIVE if y else tasks.NEGATIVE))
-    data, _ = tasks.text_task("tense", {"train": 200}, 5)
+        last = s.rstrip(".").split(",")[-1].split()  # the sentiment of the last clause decides
+        adj = last[-1]
+        positive = adj in tasks.POSITIVE
+        assert positive != (adj in tasks.NEGATIVE)
+        assert int(positive != ("not" in last)) == int(y), s
+    data, _ = tasks.text_task("tense", {"train": 300}, 5)
     for s, y in zip(*data["train"]):
-        assert ("will " in s) == (int(y) == 2)
+        future = " will " in s or " going to " in s
+        past = any(f" {w} " in s for w in ("was", "had")) or any(w.endswith("ed") for w in s.split()[2:3])
+        assert future == (int(y) == 2), s
+        assert past == (int(y) == 0), s
+    data, _ = tasks.text_task("negation", {"train": 300}, 6)
+    for s, y in zip(*data["train"]):
+        negations = sum(s.count(w) for w in (" not ", "n't ", " never ", " failed ", " refused ", " forgot "))
+        negations += s.count(" fail ") + s.count(" forget ")
+        assert int(negations % 2 == 1) == int(y), s
+    data, _ = tasks.text_task("topic", {"train": 300}, 7)
+    for s, y in zip(*data["train"]):
+        found = [(s.rfind(n), t) for t, (name, nouns) in enumerate(tasks.TOPICS.items()) for n in nouns if n in s]
+        assert max(found)[1] == int(y), s  # the labelled noun is the last one named
 
 
 def test_vision_tasks_are_balanced_and_the_digit_labels_are_derived_correctly():

@@ -1,7 +1,8 @@
 # embed_merge: model merging in a low-rank model embedding space.
-# train (domain x seed: pre-train + fine-tune every task) -> merge (domain x seed) -> figures
+# pretrain (vision domain, once) -> train (domain x seed: full and in-space fine-tunes of every
+# task) -> merge (domain x seed) -> figures
 EM = "results/embed_merge"
-EM_FIGURES = ["accuracy_vs_tasks", "per_task", "subspace_share"]
+EM_FIGURES = ["accuracy_vs_tasks", "methods_at_max_tasks", "per_task", "subspace_share"]
 # the released checkpoints and data the clip domains read (none for the domains trained here)
 EM_CHECKPOINTS = sorted({
     path
@@ -11,18 +12,56 @@ EM_CHECKPOINTS = sorted({
 })
 
 
+rule embed_merge_pretrain:
+    output:
+        pretrained=f"{EM}/pretrain/{{variant}}/pretrained.safetensors",
+        info=f"{EM}/pretrain/{{variant}}/pretrain.json",
+    params:
+        cli=CLI,
+        args=paper_params("embed_merge", "method"),
+        wildcards=wildcards_json,
+        code=code_stamp("embed_merge"),
+        out=folder_of("output", "info"),
+    log:
+        f"{EM}/logs/pretrain/{{variant}}.log",
+    benchmark:
+        f"{EM}/benchmarks/pretrain/{{variant}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **job_resources(
+            config["embed_merge"]["resources"]["train_mem_mb"],
+            config["embed_merge"]["resources"]["train_runtime_min"],
+            config["embed_merge"]["resources"]["train_gpus"],
+            training=True,
+        ),
+    shell:
+        "{resources.mpi} {params.cli} embed_merge pretrain --params {params.args:q} --out {params.out}"
+        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
 rule embed_merge_train:
     input:
         EM_CHECKPOINTS,
+        # the pre-trained ViT a vision domain's fine-tunes start from (none for the other kinds)
+        unpack(
+            lambda wildcards: (
+                {"pretrain": f"{EM}/pretrain/{wildcards.variant}/pretrain.json"}
+                if config["embed_merge"]["variants"][wildcards.variant]["kind"] == "vision"
+                else {}
+            )
+        ),
     output:
         pretrained=f"{EM}/train/{{variant}}/seed{{seed}}/pretrained.safetensors",
         info=f"{EM}/train/{{variant}}/seed{{seed}}/train.json",
     params:
         cli=CLI,
-        args=paper_params("embed_merge"),
+        args=paper_params("embed_merge", "method"),
         wildcards=wildcards_json,
         code=code_stamp("embed_merge"),
         out=folder_of("output", "info"),
+        pretrain=lambda wildcards, input: f"--input pretrain={os.path.dirname(input.pretrain)}" if "pretrain" in input.keys() else "",
     log:
         f"{EM}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -38,7 +77,7 @@ rule embed_merge_train:
             training=True,
         ),
     shell:
-        "{resources.mpi} {params.cli} embed_merge train --params {params.args:q} --out {params.out}"
+        "{resources.mpi} {params.cli} embed_merge train --params {params.args:q} {params.pretrain} --out {params.out}"
         " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
@@ -51,7 +90,7 @@ rule embed_merge_merge:
         metrics=f"{EM}/merge/{{variant}}/seed{{seed}}/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("embed_merge", "method", "merge"),
+        args=paper_params("embed_merge", "method", "merge", "resources"),
         wildcards=wildcards_json,
         code=code_stamp("embed_merge"),
         train=folder_of("input", "info"),

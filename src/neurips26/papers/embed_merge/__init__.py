@@ -1,10 +1,11 @@
 """Model merging in a low-rank model embedding space (embed_merge)."""
 
 TITLE = "Model merging in a low-rank model embedding space"
-STEPS = ("train", "merge", "figures")
+STEPS = ("pretrain", "train", "merge", "figures")
 
 _KNOWN_METHODS = ("weight_averaging", "task_arithmetic", "ties", "dare", "tsv_merge", "iso_c",
-                  "embed_mean", "embed_aligned")
+                  "embed_mean", "embed_aligned", "embed_mean_posthoc", "embed_aligned_posthoc")
+_IN_SPACE = ("embed_mean", "embed_aligned")  # merge models fine-tuned inside the pre-trained space
 
 
 def check_config(block: dict) -> list[str]:
@@ -19,7 +20,19 @@ def check_config(block: dict) -> list[str]:
             problems.append(f"variants.{name}.task_counts: each must be in 1..{len(task_list)} (the tasks listed)")
         if counts != sorted(counts):
             problems.append(f"variants.{name}.task_counts: must increase, got {counts}")
+        if v.get("kind") in ("vision", "language") and "subspace_finetune" not in v:
+            problems.append(f"variants.{name}.subspace_finetune: missing (the fine-tuning inside the pre-trained "
+                            f"space that {', '.join(_IN_SPACE)} merge)")
+        if v.get("kind") in ("vision", "language") and "finetune" not in v:
+            problems.append(f"variants.{name}.finetune: missing")
+        if v.get("kind") == "clip" and name in block.get("run_variants", []):
+            used = [m for m in block.get("merge", {}).get("methods", _KNOWN_METHODS) if m in _IN_SPACE]
+            if used:
+                problems.append(f"merge.methods: {', '.join(used)} merge models fine-tuned inside the pre-trained space, "
+                                f"which the clip variant '{name}' does not have (use the *_posthoc ablations)")
         if v.get("kind") == "vision":
+            if "pretrain" not in v:
+                problems.append(f"variants.{name}.pretrain: missing")
             m, d = v.get("model", {}), v.get("data", {})
             if d.get("image_size", 0) % max(1, m.get("patch", 1)):
                 problems.append(f"variants.{name}.model.patch: image_size {d.get('image_size')} is not divisible "

@@ -122,18 +122,20 @@ def aligned_mean(embeddings: list[torch.Tensor], energy: float, basis: str, resc
 
 def embedding_update(pretrained: dict, finetuned: list[dict], space: EmbeddingSpace,
                      aligned: bool = False, aligned_energy: float = 0.95, aligned_rescale: bool = True) -> dict:
-    """U_r (mean or aligned mean of E_t) V_r^T for matrices; mean(dW_t) elsewhere (float64)."""
+    """U_r (mean or aligned mean of E_t) V_r^T for matrices; mean(dW_t) elsewhere. Each matrix is
+    embedded in float64 (one matrix at a time); the returned update is float32 (float64 when the
+    weights are)."""
     updates = {}
     for name, w0 in pretrained.items():
-        deltas = [ft[name].double() - w0.double() for ft in finetuned]
+        out_dtype = torch.promote_types(w0.dtype, torch.float32)
         if is_matrix(name, w0):
             u, v = pretrained_basis(w0, space)
-            embs = [embed(d, u, v, space.basis) for d in deltas]
+            embs = [embed(ft[name].double() - w0.double(), u, v, space.basis) for ft in finetuned]
             e = aligned_mean(embs, aligned_energy, space.basis, aligned_rescale) if aligned else torch.stack(embs).mean(0)
             update = unembed(e, u, v, space.basis)
         else:
-            update = torch.stack(deltas).mean(0)
-        updates[name] = update
+            update = torch.stack([ft[name].double() - w0.double() for ft in finetuned]).mean(0)
+        updates[name] = update.to(out_dtype)
     return updates
 
 
@@ -165,3 +167,51 @@ def subspace_share(pretrained: dict, finetuned: dict, space: EmbeddingSpace) -> 
         inside, total, chance = inside + e_in, total + e_all, chance + c * e_all
     return {"share": inside / total if total else 0.0, "chance": chance / total if total else 0.0,
             "layers": per_layer}
+
+
+# ---------------------------------------------------------------- fine-tuning inside the space
+class SubspaceDelta(torch.nn.Module):
+    """Parametrisation of a pre-trained weight W0 as W = W0 + U_r E V_r^T (two_sided) or
+    W = W0 + U_r E (left), with the model embedding E the only trainable tensor (zero at start).
+    Registered with torch.nn.utils.parametrize; the original weight stays frozen at W0."""
+
+    def __init__(self, w0: torch.Tensor, space: EmbeddingSpace):
+        super().__init__()
+        u, v = pretrained_basis(w0.detach(), space)
+        self.basis = space.basis
+        self.register_buffer("u", u.to(w0.dtype).contiguous())
+        self.register_buffer("v", v.to(w0.dtype).contiguous())
+        cols = u.shape[1] if space.basis == "two_sided" else w0.shape[1]
+        self.embedding = torch.nn.Parameter(torch.zeros(u.shape[1], cols, dtype=w0.dtype))
+
+    def forward(self, w0: torch.Tensor) -> torch.Tensor:
+        return w0 + unembed(self.embedding, self.u, self.v, self.basis)
+
+
+def confine_to_subspace(module: torch.nn.Module, space: EmbeddingSpace) -> list[torch.nn.Parameter]:
+    """Freeze every parameter of `module` and re-parametrise each weight matrix (`is_matrix`) as
+    W0 + U_r E V_r^T with its own trainable embedding E; returns the embeddings."""
+    from torch.nn.utils import parametrize
+
+    for p in module.parameters():
+        p.requires_grad_(False)
+    targets = [(name, w) for name, w in module.named_parameters() if is_matrix(name, w)]
+    embeddings = []
+    for name, w in targets:
+        owner_name, _, attr = name.rpartition(".")
+        owner = module.get_submodule(owner_name) if owner_name else module
+        delta = SubspaceDelta(w.detach(), space)
+        parametrize.register_parametrization(owner, attr, delta, unsafe=False)
+        embeddings.append(delta.embedding)
+    return embeddings
+
+
+def release_subspace(module: torch.nn.Module) -> None:
+    """Fold every SubspaceDelta into a plain weight (W0 + U_r E V_r^T) so that the module's state
+    dict has the pre-trained keys again."""
+    from torch.nn.utils import parametrize
+
+    for sub in list(module.modules()):
+        if parametrize.is_parametrized(sub):
+            for attr in list(sub.parametrizations.keys()):
+                parametrize.remove_parametrizations(sub, attr, leave_parametrized=True)

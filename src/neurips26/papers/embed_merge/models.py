@@ -125,6 +125,14 @@ class Classifier(nn.Module):
     def forward(self, x):
         return self.head(self.backbone(x))
 
+    @classmethod
+    def of(cls, backbone: nn.Module, head: nn.Module) -> "Classifier":
+        """A classifier over existing modules (shared, not copied)."""
+        net = cls.__new__(cls)
+        nn.Module.__init__(net)
+        net.backbone, net.head = backbone, head
+        return net
+
 
 def _lightning_module():
     import lightning as L
@@ -132,9 +140,10 @@ def _lightning_module():
     class ClassifierModule(L.LightningModule):
         """Cross-entropy training of a classifier with AdamW."""
 
-        def __init__(self, net: nn.Module, lr: float, weight_decay: float = 0.0):
+        def __init__(self, net: nn.Module, lr: float, weight_decay: float = 0.0, schedule: str = "constant",
+                     steps: int = 1):
             super().__init__()
-            self.net, self.lr, self.weight_decay = net, lr, weight_decay
+            self.net, self.lr, self.weight_decay, self.schedule, self.steps = net, lr, weight_decay, schedule, steps
 
         def training_step(self, batch, _):
             *x, y = batch
@@ -145,21 +154,31 @@ def _lightning_module():
 
         def configure_optimizers(self):
             params = [p for p in self.net.parameters() if p.requires_grad]
-            return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+            opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+            if self.schedule == "constant":
+                return opt
+            if self.schedule == "onecycle":  # 10% warm-up to lr, cosine decay to ~0
+                sched = torch.optim.lr_scheduler.OneCycleLR(opt, self.lr, total_steps=max(2, self.steps), pct_start=0.1)
+                return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+            raise ValueError(f"config key 'embed_merge.variants.<name>.*.schedule': unknown '{self.schedule}'")
 
     return ClassifierModule
 
 
 def train_classifier(net: nn.Module, tensors: tuple, out: Path, params: dict, steps: int, batch_size: int,
-                     lr: float, weight_decay: float, seed: int) -> None:
-    """Fit `net` on (inputs..., labels) through the project's Lightning trainer."""
+                     lr: float, weight_decay: float, seed: int, schedule: str = "constant",
+                     key: str = "embed_merge.variants.<name>.finetune.batch_size") -> bool:
+    """Fit `net` on (inputs..., labels) through the project's Lightning trainer; the global batch
+    is split over the trainer's ranks (`core.trainer.train_loader`). Returns whether this process
+    is rank 0 (the one that writes outputs)."""
     from neurips26.core.seeding import generator
-    from neurips26.core.trainer import fit, make_trainer
+    from neurips26.core.trainer import fit, make_trainer, train_loader
 
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*tensors), batch_size=batch_size,
-                                         shuffle=True, drop_last=True, generator=generator(seed))
     trainer, resume = make_trainer(out, params, steps, checkpoint_every=steps, log_every_n_steps=max(1, min(steps // 5, 10)))
-    fit(trainer, _lightning_module()(net, lr, weight_decay), loader, resume)
+    loader = train_loader(trainer, torch.utils.data.TensorDataset(*tensors), batch_size, generator(seed), key=key)
+    fit(trainer, _lightning_module()(net, lr, weight_decay, schedule, steps), loader, resume)
+    net.cpu()
+    return trainer.global_rank == 0
 
 
 @torch.no_grad()

@@ -99,9 +99,70 @@ def _tensors(inputs, labels) -> tuple:
     return (*inputs, labels) if isinstance(inputs, tuple) else (inputs, labels)
 
 
+# ---------------------------------------------------------------- pre-train (vision)
+PRETRAIN_KEY = "embed_merge.variants.<vision>.pretrain"
+
+
+def pretrain(params, inputs, out: Path):
+    """Pre-train the ViT on the shape classes once per vision domain (every seed's fine-tunes
+    start from it, as every seed of the language domain starts from the released MiniLM) and
+    check it against its bar: held-out accuracy >= pretrain.min_accuracy."""
+    v = params["variant_settings"]
+    if v["kind"] != "vision":
+        raise ValueError(f"embed_merge pretrain: variant '{params['variant']}' is not a vision domain")
+    pt, seed = v["pretrain"], v["pretrain"].get("seed", 0)
+    dom = Domain(v, seed)
+    x, y = tasks.pretraining_set(v["data"]["pretrain_size"], v["data"]["image_size"], seed)
+    torch.manual_seed(seed)
+    net = models.Classifier(dom.vit(), dom.features(), 10)
+    rank0 = models.train_classifier(net, (x, y), out / "runs", params, pt["steps"], pt["batch_size"], pt["lr"],
+                                    pt["weight_decay"], seed, pt.get("schedule", "constant"), key=f"{PRETRAIN_KEY}.batch_size")
+    if not rank0:
+        return
+    xt, yt = tasks.pretraining_set(1000, v["data"]["image_size"], seed + 7919)
+    acc = models.accuracy(net, xt, yt)
+    bar = pt.get("min_accuracy", 0.0)
+    print(f"pretrain: held-out shape accuracy {acc:.3f} (bar {bar})", flush=True)
+    if acc < bar:
+        raise RuntimeError(f"config key '{PRETRAIN_KEY}.min_accuracy': the pre-trained ViT reaches {acc:.3f} on "
+                           f"held-out shapes, below its bar {bar}; pre-train longer (pretrain.steps)")
+    pretrained = _backbone(_state(net))
+    space = _space(params["method"])
+    ranks = {k: [method.choose_rank(torch.linalg.svdvals(w.double()), space), min(w.shape)]
+             for k, w in pretrained.items() if method.is_matrix(k, w)}
+    io.save_tensors(out / "pretrained.safetensors", pretrained)
+    shutil.rmtree(out / "runs", ignore_errors=True)
+    io.write_json(out / "pretrain.json", {"variant": params["variant"], "seed": seed, "held_out_accuracy": acc,
+                                          "bar": bar, "ranks": ranks})
+
+
 # ---------------------------------------------------------------- train
+FINETUNES = ("full", "subspace")
+
+
+def _finetune_one(dom, pretrained: dict, data: dict, classes: int, opt: dict, out: Path, params: dict,
+                  seed: int, mode: str, space: method.EmbeddingSpace, key: str):
+    """Fine-tune one task from the pre-trained backbone with a fresh head: every backbone
+    parameter (`full`) or only the model embedding E of every weight matrix, W = W0 + U_r E V_r^T
+    (`subspace`, the paper's confinement); returns (state dict, rank 0?, val/test accuracy)."""
+    backbone = dom.new_backbone()
+    backbone.load_state_dict(pretrained)
+    if mode == "subspace":
+        method.confine_to_subspace(backbone, space)
+    torch.manual_seed(seed)
+    net = models.Classifier(backbone, dom.features(), classes)
+    rank0 = models.train_classifier(net, _tensors(*data["train"]), out, params, opt["steps"], opt["batch_size"],
+                                    opt["lr"], opt["weight_decay"], seed, opt.get("schedule", "constant"), key=key)
+    if mode == "subspace":
+        method.release_subspace(net.backbone)
+    acc = {s: models.accuracy(net, *data[s]) for s in ("val", "test")}
+    return _state(net), rank0, acc
+
+
 def train(params, inputs, out: Path):
-    """Pre-train (vision) and fine-tune one model per task; save backbones and heads."""
+    """Fine-tune one model per task twice from the pre-trained backbone: fully (the task vectors
+    the baselines merge) and inside the pre-trained low-rank space (the model embeddings the
+    paper merges); save backbones and heads."""
     v, seed = params["variant_settings"], params["seed"]
     if v["kind"] == "clip":
         from .clip import index_checkpoints
@@ -110,32 +171,28 @@ def train(params, inputs, out: Path):
     dom = Domain(v, seed)
     info = {"variant": params["variant"], "seed": seed, "kind": v["kind"], "tasks": {}}
     if v["kind"] == "vision":
-        pt = v["pretrain"]
-        x, y = tasks.pretraining_set(v["data"]["pretrain_size"], v["data"]["image_size"], seed)
-        net = models.Classifier(dom.vit(), dom.features(), 10)
-        models.train_classifier(net, (x, y), out / "runs" / "pretrain", params, pt["steps"], pt["batch_size"],
-                                pt["lr"], pt["weight_decay"], seed)
-        xt, yt = tasks.pretraining_set(1000, v["data"]["image_size"], seed + 7919)
-        info["pretrain_accuracy"] = models.accuracy(net, xt, yt)
-        pretrained = _backbone(_state(net))
-        print(f"pretrain: held-out shape accuracy {info['pretrain_accuracy']:.3f}", flush=True)
+        pretrained = io.load_tensors(inputs["pretrain"] / "pretrained.safetensors")
+        info["pretrain_accuracy"] = io.read_json(inputs["pretrain"] / "pretrain.json")["held_out_accuracy"]
     else:
         pretrained = {k: t.detach().clone().contiguous() for k, t in dom.new_backbone().state_dict().items()}
         info["trained_layers"] = v["trained_layers"]
-    io.save_tensors(out / "pretrained.safetensors", pretrained)
-    ft = v["finetune"]
+    space = _space(params["method"])
+    rank0 = True
     for i, name in enumerate(v["tasks"]):
         data, classes = dom.task(i, name)
-        backbone = dom.new_backbone()
-        backbone.load_state_dict(pretrained)
-        net = models.Classifier(backbone, dom.features(), classes)
-        models.train_classifier(net, _tensors(*data["train"]), out / "runs" / name, params, ft["steps"],
-                                ft["batch_size"], ft["lr"], ft["weight_decay"], seed)
-        io.save_tensors(out / "finetuned" / f"{name}.safetensors", _state(net), metadata={"classes": str(classes)})
-        acc = {s: models.accuracy(net, *data[s]) for s in ("val", "test")}
-        info["tasks"][name] = {"classes": classes, **acc}
-        tracking.active().log_metrics({f"finetuned/{name}/test_accuracy": acc["test"]})
-        print(f"{name}: fine-tuned test accuracy {acc['test']:.3f}", flush=True)
+        info["tasks"][name] = {"classes": classes}
+        for mode, block in (("full", "finetune"), ("subspace", "subspace_finetune")):
+            state, rank0, acc = _finetune_one(dom, pretrained, data, classes, v[block], out / "runs" / mode / name,
+                                              params, seed, mode, space,
+                                              f"embed_merge.variants.{params['variant']}.{block}.batch_size")
+            if rank0:
+                io.save_tensors(out / mode / f"{name}.safetensors", state, metadata={"classes": str(classes)})
+            info["tasks"][name][mode] = acc
+            tracking.active().log_metrics({f"{mode}/{name}/test_accuracy": acc["test"]})
+            print(f"{name}: {mode} fine-tune, test accuracy {acc['test']:.3f}", flush=True)
+    if not rank0:
+        return
+    io.save_tensors(out / "pretrained.safetensors", pretrained)
     shutil.rmtree(out / "runs", ignore_errors=True)  # Lightning checkpoints; the weights are saved above
     io.write_json(out / "train.json", info)
 
@@ -157,61 +214,108 @@ def _method_settings(name: str, params: dict) -> dict:
     return {}
 
 
+def scale_grid(name: str, g: dict) -> list[float]:
+    """The scales a method is tuned over: `merge.scales.<name>` when set, else the grid every
+    scaled method shares (`merge.scale_grid`)."""
+    return list(g.get("scales", {}).get(name, g["scale_grid"]))
+
+
+def source_of(name: str) -> str:
+    """Which fine-tunes a method merges: the paper's methods merge the models fine-tuned inside
+    the pre-trained space; the baselines and the post-hoc ablations merge the full fine-tunes."""
+    return "subspace" if name in OURS else "full"
+
+
+def _device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def check_memory(pretrained: dict, tasks_held: int, mem_mb: int | None) -> None:
+    """Stop early, naming the key, when the merge job's memory cannot hold the pre-trained
+    weights and every fine-tuned model and task vector at once (float32)."""
+    if not mem_mb:
+        return
+    numel = sum(t.numel() for t in pretrained.values())
+    need = numel * 4 * (2 + 2 * tasks_held) / 2**20 * 1.2 + 1000
+    if need > mem_mb:
+        raise MemoryError(f"config key 'embed_merge.resources.merge_mem_mb': {mem_mb} MB cannot hold the "
+                          f"pre-trained model ({numel / 1e6:.1f} M parameters) and {tasks_held} fine-tuned models "
+                          f"with their task vectors in float32; about {need:.0f} MB are needed")
+
+
 def merge(params, inputs, out: Path):
     """Every method on the first n tasks, n in task_counts; scale picked on validation."""
     v, seed, g = params["variant_settings"], params["seed"], params["merge"]
-    dom = Domain(v, seed)
     if v["kind"] == "clip":
         from .clip import ClipDomain
 
         dom = ClipDomain(v, seed)
+    else:
+        dom = Domain(v, seed)
     names = list(v["tasks"])
     src = inputs["train"]
     pretrained = io.load_tensors(src / "pretrained.safetensors")
-    states = {n: io.load_tensors(src / "finetuned" / f"{n}.safetensors") for n in names}
-    finetuned = {n: _backbone(s) for n, s in states.items()}
-    data, nets = {}, {}
+    sources = sorted({source_of(m) for m in g["methods"]} | {"full"})
+    for s in sources:
+        if not (src / s).is_dir():
+            raise FileNotFoundError(f"config key 'embed_merge.merge.methods': {sorted(m for m in g['methods'] if source_of(m) == s)} "
+                                    f"merge the '{s}' fine-tunes, which {src / s} does not hold")
+    check_memory(pretrained, len(names) * len(sources), params.get("resources", {}).get("merge_mem_mb"))
+    states = {s: {n: io.load_tensors(src / s / f"{n}.safetensors") for n in names} for s in sources}
+    finetuned = {s: {n: _backbone(st) for n, st in states[s].items()} for s in sources}
+    device = _device()  # the merged models are evaluated on the job's GPU when it has one
+    backbone = dom.new_backbone().eval().to(device)
+    data, heads = {}, {}
     for i, n in enumerate(names):
         data[n], classes = dom.task(i, n, splits=("val", "test"))
-        net = models.Classifier(dom.new_backbone(), dom.features(), classes)
-        net.head.load_state_dict(_head(states[n]))
-        nets[n] = net.eval().to("cuda" if torch.cuda.is_available() else "cpu")  # evaluation on the job's GPU
+        head = torch.nn.Linear(dom.features(), classes)
+        head.load_state_dict(_head(states["full"][n]))
+        heads[n] = {"full": head.eval().to(device)}
+        if "subspace" in states:
+            sub = torch.nn.Linear(dom.features(), classes)
+            sub.load_state_dict(_head(states["subspace"][n]))
+            heads[n]["subspace"] = sub.eval().to(device)
 
-    def correctness(backbone_state: dict, task_names: list[str], split: str) -> dict:
-        out_correct = {}
-        for n in task_names:
-            nets[n].backbone.load_state_dict(backbone_state)
-            out_correct[n] = models.correct_per_example(nets[n], *data[n][split])
-        return out_correct
+    def correctness(backbone_state: dict, task_names: list[str], split: str, source: str = "full") -> dict:
+        backbone.load_state_dict(backbone_state)
+        return {n: models.correct_per_example(models.Classifier.of(backbone, heads[n][source]), *data[n][split])
+                for n in task_names}
 
-    def accuracies(backbone_state: dict, task_names: list[str], split: str) -> dict:
-        return {n: sum(c) / len(c) for n, c in correctness(backbone_state, task_names, split).items()}
+    def accuracies(backbone_state: dict, task_names: list[str], split: str, source: str = "full") -> dict:
+        return {n: sum(c) / len(c) for n, c in correctness(backbone_state, task_names, split, source).items()}
 
-    individual = {n: accuracies(finetuned[n], [n], "test")[n] for n in names}
-    individual_val = {n: accuracies(finetuned[n], [n], "val")[n] for n in names}
+    # every method is normalised by the same reference: the full fine-tune of each task
+    individual = {n: accuracies(finetuned["full"][n], [n], "test")[n] for n in names}
+    individual_val = {n: accuracies(finetuned["full"][n], [n], "val")[n] for n in names}
+    individual_sub = ({n: accuracies(finetuned["subspace"][n], [n], "test", "subspace")[n] for n in names}
+                      if "subspace" in finetuned else {})
     zero = accuracies(pretrained, names, "test")
-    results = {}
+    results, grids = {}, {}
     for mname in g["methods"]:
         merger = baselines.make(mname, _method_settings(mname, params))
-        grid = g["scales"].get(mname, [1.0]) if merger.uses_scale else [1.0]
+        source = source_of(mname)
+        grid = scale_grid(mname, g) if merger.uses_scale else [1.0]
+        grids[mname] = grid
         results[mname] = {}
         for count in v["task_counts"]:
             subset = names[:count]
             best = None
-            update = merger.update(pretrained, [finetuned[n] for n in subset])  # merged = theta_0 + scale * update
+            update = merger.update(pretrained, [finetuned[source][n] for n in subset])  # theta_0 + scale * update
             for scale in grid:
                 merged = baselines.apply(pretrained, update, scale)
-                val = accuracies(merged, subset, "val")
+                val = accuracies(merged, subset, "val", source)
                 score = sum(val[n] / max(individual_val[n], 1e-9) for n in subset) / len(subset)
                 if best is None or score > best[0] + 1e-12:
                     best = (score, scale, merged)
             score, scale, merged = best
-            correct = correctness(merged, subset, "test")
+            del update
+            correct = correctness(merged, subset, "test", source)
             test = {n: sum(c) / len(c) for n, c in correct.items()}
             norm = {n: test[n] / max(individual[n], 1e-9) for n in subset}
             results[mname][str(count)] = {
                 "scale": scale, "val_normalized": score, "test": test, "normalized": norm,
-                "mean_accuracy": sum(test.values()) / len(test), "mean_normalized": sum(norm.values()) / len(norm)}
+                "mean_accuracy": sum(test.values()) / len(test), "mean_normalized": sum(norm.values()) / len(norm),
+                "at_grid_edge": len(grid) > 1 and scale in (grid[0], grid[-1])}
             if count == v["task_counts"][-1]:  # per test example, for the claims' paired bootstrap
                 results[mname][str(count)]["correct"] = correct
             print(f"{mname} n={count}: scale {scale} abs {results[mname][str(count)]['mean_accuracy']:.3f} "
@@ -219,17 +323,19 @@ def merge(params, inputs, out: Path):
         full = results[mname][str(v["task_counts"][-1])]
         tracking.active().log_metrics({f"{mname}/mean_accuracy": full["mean_accuracy"],
                                        f"{mname}/mean_normalized": full["mean_normalized"]})
+    # the hypothesis is measured on the full fine-tunes: how much of a free update lies in the space
     space = _space(params["method"])
-    share = {n: {k: s for k, s in method.subspace_share(pretrained, finetuned[n], space).items() if k != "layers"}
+    share = {n: {k: s for k, s in method.subspace_share(pretrained, finetuned["full"][n], space).items() if k != "layers"}
              for n in names}
     curve = {}
     for frac in g["share_fractions"]:
         sp = method.EmbeddingSpace(basis=space.basis, rank_mode="fraction", rank_fraction=frac)
-        curve[str(frac)] = {n: {k: s for k, s in method.subspace_share(pretrained, finetuned[n], sp).items()
+        curve[str(frac)] = {n: {k: s for k, s in method.subspace_share(pretrained, finetuned["full"][n], sp).items()
                                 if k != "layers"} for n in names}
-    layers = method.subspace_share(pretrained, finetuned[names[0]], space)["layers"]
+    layers = method.subspace_share(pretrained, finetuned["full"][names[0]], space)["layers"]
     metrics = {"variant": params["variant"], "kind": v["kind"], "seed": seed, "tasks": names, "task_counts": v["task_counts"],
-               "individual": individual, "pretrained": zero, "merges": results, "subspace_share": share,
+               "individual": individual, "individual_subspace": individual_sub, "pretrained": zero,
+               "scale_grids": grids, "merges": results, "subspace_share": share,
                "share_curve": curve, "ranks": {k: [l["rank"], l["full_rank"]] for k, l in layers.items()}}
     io.write_json(out / "metrics.json", metrics)
 
@@ -237,10 +343,11 @@ def merge(params, inputs, out: Path):
 # ---------------------------------------------------------------- figures
 LABELS = {"weight_averaging": "weight averaging", "task_arithmetic": "Task Arithmetic", "ties": "TIES",
           "dare": "DARE", "tsv_merge": "TSV-Merge", "iso_c": "Iso-C", "embed_mean": "embedding mean (ours)",
-          "embed_aligned": "aligned embedding (ours)", "pretrained": "pre-trained (no merge)"}
+          "embed_aligned": "aligned embedding (ours)", "embed_mean_posthoc": "embedding mean, post-hoc projection",
+          "embed_aligned_posthoc": "aligned embedding, post-hoc projection", "pretrained": "pre-trained (no merge)"}
 COLOURS = {"weight_averaging": "#7f7f7f", "task_arithmetic": "#1f77b4", "ties": "#2ca02c", "dare": "#9467bd",
            "tsv_merge": "#8c564b", "iso_c": "#e377c2", "embed_mean": "#ff7f0e", "embed_aligned": "#d62728",
-           "pretrained": "#bcbd22"}
+           "embed_mean_posthoc": "#ffbb78", "embed_aligned_posthoc": "#ff9896", "pretrained": "#bcbd22"}
 OURS = ("embed_mean", "embed_aligned")
 
 
@@ -286,7 +393,7 @@ def figures(params, inputs, out: Path):
     methods = list(runs[variants[0]][0]["merges"])
 
     # normalised and absolute accuracy against the number of merged tasks
-    fig, axes = plotting.figure(ncols=len(variants), nrows=2)
+    fig, axes = plotting.figure(ncols=len(variants) + 1, nrows=2)  # the last column holds the legend
     for col, v in enumerate(variants):
         counts = runs[v][0]["task_counts"]
         for row, (key, ylabel) in enumerate((("mean_normalized", "normalised accuracy (merged / fine-tuned)"),
@@ -299,9 +406,30 @@ def figures(params, inputs, out: Path):
             ax.set_xticks(counts)
             ax.set_ylabel(ylabel)
             ax.set_title(f"{v}: {'normalised' if row == 0 else 'absolute'} accuracy ({scale}, {len(seeds)} seeds)")
-            if row == 0 and col == 0:
-                ax.legend(fontsize=7)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    for row in range(2):
+        axes[row, -1].axis("off")
+    axes[0, -1].legend(handles, labels, fontsize=8, loc="upper left", borderaxespad=0.0)  # never over the curves
     plotting.save(fig, figdir / "accuracy_vs_tasks.png")
+
+    # every method at the largest task count: mean over seeds, seeds as dots
+    fig, axes = plotting.figure(ncols=len(variants), width=6.0, height=4.2)
+    for col, v in enumerate(variants):
+        ax = axes[0, col]
+        full = str(runs[v][0]["task_counts"][-1])
+        order = sorted(methods, key=lambda m: _mean([r["merges"][m][full]["mean_normalized"] for r in runs[v]]))
+        for i, m in enumerate(order):
+            vals = [r["merges"][m][full]["mean_normalized"] for r in runs[v]]
+            ax.barh(i, _mean(vals), color=COLOURS.get(m), hatch="//" if m in OURS else None, edgecolor="black", lw=0.5)
+            ax.plot(vals, [i] * len(vals), "k.", ms=4)
+        zero = [_mean([r["pretrained"][n] / max(r["individual"][n], 1e-9) for n in r["tasks"]]) for r in runs[v]]
+        ax.axvline(_mean(zero), ls=":", color="#555555", lw=1, label="pre-trained backbone, task heads")
+        ax.axvline(1.0, ls="--", color="#888888", lw=1, label="full fine-tune of each task")
+        ax.set_yticks(range(len(order)), [LABELS.get(m, m) for m in order], fontsize=7)
+        ax.set_xlabel("mean normalised accuracy (merged / full fine-tune)")
+        ax.set_title(f"{v}: all {full} tasks merged (bars: mean, dots: {len(seeds)} seeds)", fontsize=9)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.14))
+    plotting.save(fig, figdir / "methods_at_max_tasks.png")
 
     # per-task normalised accuracy with all tasks merged
     fig, axes = plotting.figure(nrows=len(variants), width=11, height=3.6)
@@ -320,7 +448,7 @@ def figures(params, inputs, out: Path):
         ax.set_title(f"{v}: per-task normalised accuracy, all {full} tasks merged (bars: mean, dots: seeds)", fontsize=9)
         ax.axhline(1.0, ls="--", color="#888888", lw=1)
         if row == 0:
-            ax.legend(fontsize=6, ncol=4)
+            ax.legend(fontsize=6, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plotting.save(fig, figdir / "per_task.png")
 
     # share of each task update inside the pre-trained top-r subspace
@@ -346,6 +474,11 @@ def figures(params, inputs, out: Path):
         rows.append({"domain": v, "method": "fine-tuned (individual)",
                      "mean_accuracy": claims.fmt([_mean(list(r["individual"].values())) for r in runs[v]]),
                      "mean_normalized": "1", "scale": ""})
+        if runs[v][0].get("individual_subspace"):
+            rows.append({"domain": v, "method": "fine-tuned inside the pre-trained space (individual)",
+                         "mean_accuracy": claims.fmt([_mean(list(r["individual_subspace"].values())) for r in runs[v]]),
+                         "mean_normalized": claims.fmt([_mean([r["individual_subspace"][n] / r["individual"][n]
+                                                              for n in r["tasks"]]) for r in runs[v]]), "scale": ""})
         rows.append({"domain": v, "method": "pre-trained (task heads)",
                      "mean_accuracy": claims.fmt([_mean(list(r["pretrained"].values())) for r in runs[v]]),
                      "mean_normalized": claims.fmt([_mean([r["pretrained"][n] / r["individual"][n] for n in r["tasks"]])
@@ -364,5 +497,5 @@ def figures(params, inputs, out: Path):
     # claims
     summary = claims_summary(runs)
     claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
-    return [*(figdir / f"{n}.png" for n in ("accuracy_vs_tasks", "per_task", "subspace_share")),
+    return [*(figdir / f"{n}.png" for n in ("accuracy_vs_tasks", "methods_at_max_tasks", "per_task", "subspace_share")),
             out / "summary.csv", out / "claims.csv"]
