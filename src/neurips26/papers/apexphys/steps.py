@@ -386,7 +386,6 @@ def figures(params, inputs, out: Path):
                       "final_snr_db": f"{np.mean([unsup[name][method]['snr'] for name in order]):.3g}",
                       "final_wave_r": f"{np.mean([unsup[name][method]['wave_r'] for name in order]):.3g}",
                       "bwt_bpm": "", "plasticity_mae_bpm": "", "branches": "", "inherited_branches": "", "tuned": ""})
-    io.write_csv(out / "summary.csv", table)
 
     source = params["data"]["source"]
     summary = {
@@ -399,5 +398,4 @@ def figures(params, inputs, out: Path):
                     for v in variants},
         "holds_fixed": "the recordings (each seed draws its own subject split)" if source == "real" else "",
     }
-    claims.write_claims(out / "claims.csv", apex_claims.claim_rows(summary, scale))
-    return [*(figdir / f for f in ("r_matrices.png", "avg_mae_per_task.png")), out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, table, apex_claims.claim_rows(summary, scale))

@@ -492,10 +492,4 @@ def figures(params, inputs, out: Path):
                      "mean_accuracy": claims.fmt([_mean([x["share"] for x in r["subspace_share"].values()]) for r in runs[v]]),
                      "mean_normalized": claims.fmt([_mean([x["chance"] for x in r["subspace_share"].values()]) for r in runs[v]]),
                      "scale": ""})
-    io.write_csv(out / "summary.csv", rows)
-
-    # claims
-    summary = claims_summary(runs)
-    claims.write_claims(out / "claims.csv", claim_rows(summary, scale))
-    return [*(figdir / f"{n}.png" for n in ("accuracy_vs_tasks", "methods_at_max_tasks", "per_task", "subspace_share")),
-            out / "summary.csv", out / "claims.csv"]
+    return claims.write_tables(out, rows, claim_rows(claims_summary(runs), scale))
