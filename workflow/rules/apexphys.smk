@@ -64,21 +64,6 @@ rule apexphys_preprocess:
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-def ax_tuned_by(variant):
-    """The variant whose tuned strength `variant` uses: itself (tune) or another (tune_from)."""
-    settings = config["apexphys"]["variants"][variant]
-    return variant if settings.get("tune") else settings.get("tune_from")
-
-
-def ax_tuned_input(wildcards):
-    source = ax_tuned_by(wildcards.variant)
-    return [] if source is None else [f"{AX}/tune/{source}/choice.json"]
-
-
-def ax_tuned_arg(wildcards, input):
-    return f"--input tuned={Path(input.tuned[0]).parent}" if input.tuned else ""
-
-
 rule apexphys_tune:
     input:
         clips=f"{AX}/data/seed{config['apexphys']['tuning']['seed']}/clips.safetensors",
@@ -116,7 +101,7 @@ rule apexphys_train:
     input:
         clips=expand(f"{AX}/data/seed{{seed}}/clips.safetensors", seed=config["apexphys"]["seeds"]),
         index=expand(f"{AX}/data/seed{{seed}}/index.json", seed=config["apexphys"]["seeds"]),
-        tuned=ax_tuned_input,
+        tuned=tuned_by("apexphys", f"{AX}/tune/{{source}}/choice.json"),
     output:
         metrics=f"{AX}/train/{{variant}}/metrics.json",
         timing=f"{AX}/train/{{variant}}/timing.json",
@@ -126,7 +111,7 @@ rule apexphys_train:
         wildcards=wildcards_json,
         code=code_stamp("apexphys"),
         data=folder_of("input", "clips", up=2),
-        tuned=ax_tuned_arg,
+        tuned=folder_of("input", "tuned"),
         out=folder_of("output", "metrics"),
     log:
         f"{AX}/logs/train/{{variant}}.log",
@@ -144,7 +129,7 @@ rule apexphys_train:
         ),
     shell:
         "{resources.mpi} {params.cli} apexphys train --params {params.args:q} --input data={params.data}"
-        " {params.tuned} --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
+        " --input tuned={params.tuned} --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule apexphys_figures:

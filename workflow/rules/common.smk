@@ -151,6 +151,19 @@ def folder_of(kind, name, up=1):
     return folder
 
 
+def tuned_by(paper, pattern):
+    """An input function: the tuning result a variant uses, `pattern` formatted with the variant
+    that was tuned (`source`): the variant itself when its settings say `tune: true`, the variant
+    its `tune_from` names, or none (the input stays empty)."""
+
+    def files(wildcards):
+        settings = config[paper]["variants"][wildcards.variant]
+        source = wildcards.variant if settings.get("tune") else settings.get("tune_from")
+        return [] if source is None else [pattern.format(source=source)]
+
+    return files
+
+
 def wildcards_json(wildcards):
     return json.dumps(dict(wildcards.items()), sort_keys=True)
 
