@@ -341,3 +341,66 @@ def test_fusing_a_permuted_copy_at_strength_one_reproduces_the_source_function()
                                                  reduction="batchmean"))
     # top-4: the bias-corrected weights stay closer to the source than the plain dCor's
     assert kl["dcor2_u", 4] < 0.6 * kl["dcor", 4] and kl["dcor2_u", 4] < 0.1 * unrelated
+
+
+def test_belebele_converter_keeps_questions_on_held_out_passages_only(tmp_path):
+    from neurips26.papers.bdc_merge import convert
+
+    src = tmp_path / "belebele"
+    src.mkdir()
+    for lang, word in (("eng_Latn", "the"), ("swh_Latn", "na")):
+        lines = []
+        for p in range(6):
+            for q in range(2):
+                lines.append(json.dumps({"link": f"x{p}", "question_number": q + 1,
+                                         "flores_passage": f"{word} passage {p}\nsecond  line .",
+                                         "question": f"{word} q{q}?", "mc_answer1": "a", "mc_answer2": "b",
+                                         "mc_answer3": "c", "mc_answer4": f"d{p}", "correct_answer_num": str(1 + (p + q) % 4),
+                                         "dialect": lang, "ds": "2023"}))
+        (src / f"{lang}.jsonl").write_text("\n".join(lines) + "\n")
+    manifest = convert.convert_belebele(src, tmp_path / "tasks", heldout=0.5, seed=0)
+    assert {k: v["kind"] for k, v in manifest["corpora"].items()} == {"general": "high", "swh_Latn": "low"}
+    folder = tmp_path / "tasks"
+    train = lm_corpora.read_lines(folder, "swh_Latn", "train")
+    valid = lm_corpora.read_lines(folder, "swh_Latn", "valid")
+    cloze = lm_corpora.read_cloze(folder, "swh_Latn")
+    assert len(train) == len(valid) == 3 and not set(train) & set(valid)
+    assert all("\n" not in t and "  " not in t for t in train + valid)
+    assert len(cloze) == 6 and all(any(c["prefix"].startswith(v + " ") for v in valid) for c in cloze)
+    assert not any(c["prefix"].startswith(t + " ") for c in cloze for t in train)
+    for c in cloze:   # the answer index follows correct_answer_num
+        p, q = int(c["prefix"].split()[2]), int(c["prefix"].split("q")[-1].split("?")[0])
+        assert c["answer"] == (p + q) % 4 and c["choices"][3] == f"d{p}"
+    with pytest.raises(ValueError, match="correct_answer_num"):
+        (src / "bad").mkdir()
+        (src / "bad" / "eng_Latn.jsonl").write_text(json.dumps({f: "5" for f in convert.FIELDS}) + "\n")
+        convert.convert_belebele(src / "bad", tmp_path / "bad_out")
+
+
+def test_capture_subsamples_while_capturing_and_aligns_two_tokenizers_by_words(tmp_path):
+    rng = np.random.default_rng(0)
+    words = ["ka", "lomi", "tesura", "pa", "nivoka", "ro", "semilat", "du"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 8)))) + " ." for _ in range(60)]
+    tok_a = lm.train_tokenizer(texts, 60, tmp_path / "a")
+    tok_b = lm.train_tokenizer(texts, 36, tmp_path / "b")
+    tok_a, tok_b = lm.load_tokenizer(tmp_path / "a"), lm.load_tokenizer(tmp_path / "b")
+    assert tok_a.get_vocab() != tok_b.get_vocab()
+    assert any(tok_a(t)["input_ids"] != tok_b(t)["input_ids"] for t in texts)      # other segmentation
+    torch.manual_seed(0)
+    source = lm.build_model("llama", len(tok_a), 24, 2, 2, 48, 64, tokenizer=tok_a).eval()
+    target = lm.build_model("qwen2", len(tok_b), 16, 2, 2, 32, 64, tokenizer=tok_b).eval()
+    n_words = act.count_words(texts)
+    full_s, full_t = act.capture(source, tok_a, texts, batch_size=7), act.capture(target, tok_b, texts, batch_size=7)
+    assert full_s.layers[0]["hidden"].shape[0] == full_t.layers[0]["hidden"].shape[0] == n_words
+    keep = np.sort(rng.choice(n_words, 50, replace=False))
+    part = act.capture(source, tok_a, texts, batch_size=7, keep=keep)
+    after = act.subsample(full_s, torch.from_numpy(keep))
+    for site, val in after.layers[1].items():
+        torch.testing.assert_close(part.layers[1][site], val)
+    torch.testing.assert_close(part.model["embed_out"], after.model["embed_out"])
+    acts_t = act.capture(target, tok_b, texts, batch_size=7, keep=keep)
+    fusion = method.plan(part, acts_t, list(act.MATRICES), 1, 2, 10**7, shared_vocabulary=False)
+    assert not fusion.model_operators                              # different vocabularies: not fused
+    merged = method.fuse(source, target, fusion, 0.5)
+    with torch.no_grad():
+        assert torch.isfinite(merged(input_ids=torch.tensor([tok_b(texts[0])["input_ids"]])).logits).all()
