@@ -96,8 +96,9 @@ def _tiny_models(vocab=40):
     return source, target
 
 
-def _fake_acts(model, n=30, seed=0):
-    ids = torch.randint(4, 40, (3, 10), generator=torch.Generator().manual_seed(seed))
+def _fake_acts(model, n=30, seed=0, ids=None):
+    if ids is None:
+        ids = torch.randint(4, 40, (3, 10), generator=torch.Generator().manual_seed(seed))
     layers = act.decoder_layers(model)
     store = {}
     hooks = []
@@ -232,3 +233,174 @@ def test_word_positions_and_config_checks():
     assert any(p.startswith("strength") for p in problems)
     assert any(p.startswith("transport.matrices") for p in problems)
     assert json.dumps(problems)
+
+
+# ---- bias-corrected neuron dependence ------------------------------------------------------------
+
+def _u_dcor2_direct(x, y):
+    """dCor^2_u of two samples from the O(n^2) U-centred formula written out with loops over sums."""
+    n = len(x)
+
+    def u(v):
+        a = np.abs(v[:, None] - v[None, :]) if v.ndim == 1 else np.linalg.norm(v[:, None] - v[None, :], axis=-1)
+        r = a.sum(1)
+        out = np.empty_like(a)
+        for k in range(n):
+            for l in range(n):
+                out[k, l] = 0.0 if k == l else a[k, l] - r[k] / (n - 2) - r[l] / (n - 2) + a.sum() / ((n - 1) * (n - 2))
+        return out
+
+    A, B = u(x), u(y)
+    xy, xx, yy = (A * B).sum(), (A * A).sum(), (B * B).sum()
+    return xy / np.sqrt(xx * yy)
+
+
+@pytest.mark.parametrize("memory_bytes", [2_000, 60_000, 256 * 2**20])
+def test_neuron_level_bias_corrected_matches_dcor_and_a_direct_formula(memory_bytes):
+    x, y = _pair(6, 30, 5, 4)
+    ours = bdcorr.neuron_distance_correlation_sqr(torch.from_numpy(x), torch.from_numpy(y), memory_bytes=memory_bytes,
+                                                  bias_corrected=True).numpy()
+    ref = np.array([[dcor.u_distance_correlation_sqr(x[:, i], y[:, j]) for j in range(4)] for i in range(5)])
+    np.testing.assert_allclose(ours, ref, atol=1e-10)
+    assert ours.min() < 0                                          # unclamped: negative under independence
+    direct = np.array([[_u_dcor2_direct(x[:, i], y[:, j]) for j in range(4)] for i in range(5)])
+    np.testing.assert_allclose(ours, direct, atol=1e-10)
+
+
+def test_independent_neurons_take_almost_no_weight_from_an_exact_match():
+    """n = 256, independent neurons and one exact (permuted) match per target neuron: the plain
+    dCor scores unrelated pairs at about 0.11, so top-4 lifting gives the match only ~0.75 of the
+    weight; the clamped bias-corrected dCor^2_u gives it more than 0.9."""
+    rng = np.random.default_rng(4)
+    x = torch.from_numpy(rng.standard_normal((256, 32)))
+    perm = torch.from_numpy(rng.permutation(32))
+    y = x[:, perm]
+    share = {}
+    for weight in method.NEURON_WEIGHTS:
+        D = method.neuron_dependence(x, y, weight, 2**26, "cpu")
+        op = method.lift(D, act.pearson(x, y), x.std(0), y.std(0), top_k=4)
+        share[weight] = float(op[torch.arange(32), perm].mean())
+    plain = bdcorr.neuron_distance_correlation(x, y)
+    off = ~torch.eye(32, dtype=torch.bool)[:, torch.argsort(perm)]
+    assert 0.08 < float(plain[off].mean()) < 0.14
+    assert share["dcor"] < 0.8
+    assert share["dcor2_u"] > 0.9
+
+
+def _permuted_copy(model, seed=1):
+    """The same function with the residual stream and every MLP's hidden neurons permuted."""
+    import copy
+
+    g = torch.Generator().manual_seed(seed)
+    src = copy.deepcopy(model)
+    pi = torch.randperm(model.config.hidden_size, generator=g)
+    with torch.no_grad():
+        src.get_input_embeddings().weight.copy_(model.get_input_embeddings().weight[:, pi])
+        src.get_output_embeddings().weight.copy_(model.get_output_embeddings().weight[:, pi])
+        src.model.norm.weight.copy_(model.model.norm.weight[pi])
+        for ls, lt in zip(act.decoder_layers(src), act.decoder_layers(model)):
+            sig = torch.randperm(lt.mlp.gate_proj.weight.shape[0], generator=g)
+            ls.input_layernorm.weight.copy_(lt.input_layernorm.weight[pi])
+            ls.post_attention_layernorm.weight.copy_(lt.post_attention_layernorm.weight[pi])
+            for n in ("q_proj", "k_proj", "v_proj"):
+                getattr(ls.self_attn, n).weight.copy_(getattr(lt.self_attn, n).weight[:, pi])
+            ls.self_attn.o_proj.weight.copy_(lt.self_attn.o_proj.weight[pi])
+            ls.mlp.gate_proj.weight.copy_(lt.mlp.gate_proj.weight[sig][:, pi])
+            ls.mlp.up_proj.weight.copy_(lt.mlp.up_proj.weight[sig][:, pi])
+            ls.mlp.down_proj.weight.copy_(lt.mlp.down_proj.weight[pi][:, sig])
+    return src
+
+
+def test_fusing_a_permuted_copy_at_strength_one_reproduces_the_source_function():
+    torch.manual_seed(0)
+    target = lm.build_model("qwen2", 50, 24, 2, 2, 48, 64)
+    with torch.no_grad():  # non-trivial norm gains, so a wrongly permuted gain would show
+        for n, p in target.named_parameters():
+            if "norm" in n:
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+    source = _permuted_copy(target)
+    ids = torch.randint(4, 50, (16, 16), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        want = source(input_ids=ids).logits
+        other = lm.build_model("qwen2", 50, 24, 2, 2, 48, 64)(input_ids=ids).logits
+    acts_s, _ = _fake_acts(source, n=256, ids=ids)
+    acts_t, _ = _fake_acts(target, n=256, ids=ids)
+    mats = list(act.MATRICES) + ["embed_tokens", "lm_head"]
+    kl = {}
+    for weight in method.NEURON_WEIGHTS:
+        for k in (1, 4):
+            fusion = method.plan(acts_s, acts_t, mats, 1, k, 10**7, True, neuron_weight=weight)
+            assert torch.equal(fusion.layer_weights, torch.eye(2, dtype=fusion.layer_weights.dtype))
+            with torch.no_grad():
+                got = method.fuse(source, target, fusion, 1.0)(input_ids=ids).logits
+            kl[weight, k] = float(torch.nn.functional.kl_div(got.log_softmax(-1), want.log_softmax(-1), log_target=True,
+                                                             reduction="batchmean"))
+            if k == 1:  # an exact permutation is recovered: the merged model is the source's function
+                torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    unrelated = float(torch.nn.functional.kl_div(other.log_softmax(-1), want.log_softmax(-1), log_target=True,
+                                                 reduction="batchmean"))
+    # top-4: the bias-corrected weights stay closer to the source than the plain dCor's
+    assert kl["dcor2_u", 4] < 0.6 * kl["dcor", 4] and kl["dcor2_u", 4] < 0.1 * unrelated
+
+
+def test_belebele_converter_keeps_questions_on_held_out_passages_only(tmp_path):
+    from neurips26.papers.bdc_merge import convert
+
+    src = tmp_path / "belebele"
+    src.mkdir()
+    for lang, word in (("eng_Latn", "the"), ("swh_Latn", "na")):
+        lines = []
+        for p in range(6):
+            for q in range(2):
+                lines.append(json.dumps({"link": f"x{p}", "question_number": q + 1,
+                                         "flores_passage": f"{word} passage {p}\nsecond  line .",
+                                         "question": f"{word} q{q}?", "mc_answer1": "a", "mc_answer2": "b",
+                                         "mc_answer3": "c", "mc_answer4": f"d{p}", "correct_answer_num": str(1 + (p + q) % 4),
+                                         "dialect": lang, "ds": "2023"}))
+        (src / f"{lang}.jsonl").write_text("\n".join(lines) + "\n")
+    manifest = convert.convert_belebele(src, tmp_path / "tasks", heldout=0.5, seed=0)
+    assert {k: v["kind"] for k, v in manifest["corpora"].items()} == {"general": "high", "swh_Latn": "low"}
+    folder = tmp_path / "tasks"
+    train = lm_corpora.read_lines(folder, "swh_Latn", "train")
+    valid = lm_corpora.read_lines(folder, "swh_Latn", "valid")
+    cloze = lm_corpora.read_cloze(folder, "swh_Latn")
+    assert len(train) == len(valid) == 3 and not set(train) & set(valid)
+    assert all("\n" not in t and "  " not in t for t in train + valid)
+    assert len(cloze) == 6 and all(any(c["prefix"].startswith(v + " ") for v in valid) for c in cloze)
+    assert not any(c["prefix"].startswith(t + " ") for c in cloze for t in train)
+    for c in cloze:   # the answer index follows correct_answer_num
+        p, q = int(c["prefix"].split()[2]), int(c["prefix"].split("q")[-1].split("?")[0])
+        assert c["answer"] == (p + q) % 4 and c["choices"][3] == f"d{p}"
+    with pytest.raises(ValueError, match="correct_answer_num"):
+        (src / "bad").mkdir()
+        (src / "bad" / "eng_Latn.jsonl").write_text(json.dumps({f: "5" for f in convert.FIELDS}) + "\n")
+        convert.convert_belebele(src / "bad", tmp_path / "bad_out")
+
+
+def test_capture_subsamples_while_capturing_and_aligns_two_tokenizers_by_words(tmp_path):
+    rng = np.random.default_rng(0)
+    words = ["ka", "lomi", "tesura", "pa", "nivoka", "ro", "semilat", "du"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 8)))) + " ." for _ in range(60)]
+    tok_a = lm.train_tokenizer(texts, 60, tmp_path / "a")
+    tok_b = lm.train_tokenizer(texts, 36, tmp_path / "b")
+    tok_a, tok_b = lm.load_tokenizer(tmp_path / "a"), lm.load_tokenizer(tmp_path / "b")
+    assert tok_a.get_vocab() != tok_b.get_vocab()
+    assert any(tok_a(t)["input_ids"] != tok_b(t)["input_ids"] for t in texts)      # other segmentation
+    torch.manual_seed(0)
+    source = lm.build_model("llama", len(tok_a), 24, 2, 2, 48, 64, tokenizer=tok_a).eval()
+    target = lm.build_model("qwen2", len(tok_b), 16, 2, 2, 32, 64, tokenizer=tok_b).eval()
+    n_words = act.count_words(texts)
+    full_s, full_t = act.capture(source, tok_a, texts, batch_size=7), act.capture(target, tok_b, texts, batch_size=7)
+    assert full_s.layers[0]["hidden"].shape[0] == full_t.layers[0]["hidden"].shape[0] == n_words
+    keep = np.sort(rng.choice(n_words, 50, replace=False))
+    part = act.capture(source, tok_a, texts, batch_size=7, keep=keep)
+    after = act.subsample(full_s, torch.from_numpy(keep))
+    for site, val in after.layers[1].items():
+        torch.testing.assert_close(part.layers[1][site], val)
+    torch.testing.assert_close(part.model["embed_out"], after.model["embed_out"])
+    acts_t = act.capture(target, tok_b, texts, batch_size=7, keep=keep)
+    fusion = method.plan(part, acts_t, list(act.MATRICES), 1, 2, 10**7, shared_vocabulary=False)
+    assert not fusion.model_operators                              # different vocabularies: not fused
+    merged = method.fuse(source, target, fusion, 0.5)
+    with torch.no_grad():
+        assert torch.isfinite(merged(input_ids=torch.tensor([tok_b(texts[0])["input_ids"]])).logits).all()

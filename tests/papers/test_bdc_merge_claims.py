@@ -36,8 +36,9 @@ def _summary(bdc_better: bool, items: bool = True) -> dict:
     bdc = good if bdc_better else bad
     base = bad if bdc_better else good
     return {"methods": {"bdc": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
+                        "bdc_attn": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
                         "transport": _method(*base, items), "transport_lora": _method(*base, items),
-                        "target": _method(*base[:2], 2.40, items)},
+                        "transport_all": _method(*base, items), "target": _method(*base[:2], 2.40, items)},
             "groups": {"low": ["a", "b"], "knowledge": ["c"]}, "general_tolerance": 0.05,
             "holds_fixed": "the source and target models"}
 
@@ -45,14 +46,15 @@ def _summary(bdc_better: bool, items: bool = True) -> dict:
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_yes_when_the_claims_hold(items):
     rows = claim_rows(_summary(bdc_better=True, items=items), "test")
-    assert len(rows) == 7
-    assert [r["reproduced"] for r in rows] == ["yes"] * 7, [(r["claim"], r["metric"], r["reproduced"]) for r in rows]
+    assert len(rows) == 15
+    assert [r["reproduced"] for r in rows] == ["yes"] * 15, [(r["claim"], r["metric"], r["reproduced"]) for r in rows]
 
 
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_no_when_the_claims_fail(items):
     rows = claim_rows(_summary(bdc_better=False, items=items), "test")
-    assert [r["reproduced"] for r in rows] == ["no"] * 7, [(r["claim"], r["metric"], r["reproduced"]) for r in rows]
+    assert len(rows) == 15
+    assert [r["reproduced"] for r in rows] == ["no"] * 15, [(r["claim"], r["metric"], r["reproduced"]) for r in rows]
 
 
 def test_a_cloze_gain_within_item_noise_is_not_a_yes():
@@ -89,3 +91,27 @@ def test_per_item_scores_average_to_the_group_values():
     assert sum(cloze) / len(cloze) == pytest.approx((0.5 + 0.25) / 2)
     assert sum(nll) / len(nll) == pytest.approx((6 / 5 + 3 / 4) / 2)
     assert _group_items([{"cloze": 0.5}], "cloze", None) is None
+
+
+def test_matched_rows_judge_the_same_matrix_set():
+    """BDC-Merge on all matrices beats Transport and Merge on attention, but on attention alone it
+    loses: the matched row says no while the paper-setting row says yes."""
+    summary = _summary(bdc_better=True)
+    summary["methods"]["bdc_attn"] = _method(0.2, 2.8, 2.6, True)
+    rows = claim_rows(summary, "test")
+    by_claim = {}
+    for r in rows:
+        by_claim.setdefault(r["claim"], []).append(r["reproduced"])
+    assert by_claim["BDC-Merge beats Transport and Merge on low-resource languages"] == ["yes", "yes"]
+    attn = "BDC-Merge beats Transport and Merge on low-resource languages (both fusing the attention matrices q/k/v/o only)"
+    assert by_claim[attn] == ["no", "no"]
+    assert all(r["method"] == "BDC-Merge (attention q/k/v/o only)" for r in rows if "attention matrices" in r["claim"])
+    assert all(r["baseline"] == "Transport and Merge (all matrices)" for r in rows if "every matrix" in r["claim"])
+
+
+def test_without_the_matched_or_lora_runs_their_rows_are_left_out():
+    summary = _summary(bdc_better=True)
+    for m in ("bdc_attn", "transport_all", "transport_lora"):
+        del summary["methods"][m]
+    rows = claim_rows(summary, "test")
+    assert len(rows) == 6 and all(r["reproduced"] == "yes" for r in rows)

@@ -8,6 +8,10 @@ BM_TASKS = [BM_CFG["data"]["tasks_dir"]] if BM_CFG["data"]["tasks_dir"] else [f"
 BM_TASKS_UP = 0 if BM_CFG["data"]["tasks_dir"] else 1
 BM_SOURCE = [] if BM_CFG["models"]["source"] else [lm_model_file(BM_CFG["models"]["source_asset"])]
 BM_TARGET = [] if BM_CFG["models"]["target"] else [lm_model_file(BM_CFG["models"]["target_asset"])]
+# a source with its own tokenizer (second BPE tokenizer, source pretrained with it), merged into the same target
+BM_CROSS = BM_CFG["cross_tokenizer"]["enabled"] and not BM_CFG["models"]["target"] and not BM_CFG["data"]["tasks_dir"]
+BM_CROSS_RUNS = expand(f"{BM}/cross/seed{{seed}}/metrics.json", seed=BM_CFG["cross_tokenizer"]["seeds"]) if BM_CROSS else []
+BM_RUN_KEYS = ("models", "data", "calibration", "strengths", "strength", "bdc", "transport", "naive", "lora", "evaluate", "matched")
 
 
 rule bdc_merge_run:
@@ -17,11 +21,10 @@ rule bdc_merge_run:
         target=BM_TARGET,
     output:
         metrics=f"{BM}/runs/seed{{seed}}/metrics.json",
+        timing=f"{BM}/runs/seed{{seed}}/timing.json",
     params:
         cli=CLI,
-        args=paper_params(
-            "bdc_merge", "models", "data", "calibration", "strengths", "strength", "bdc", "transport", "naive", "lora", "evaluate"
-        ),
+        args=paper_params("bdc_merge", *BM_RUN_KEYS, "sweeps"),
         wildcards=wildcards_json,
         code=code_stamp("bdc_merge"),
         corpora=folder_of("input", "corpora", up=BM_TASKS_UP),
@@ -43,9 +46,73 @@ rule bdc_merge_run:
         " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
+rule bdc_merge_cross_source:
+    input:
+        corpora=f"{LM}/corpora/manifest.json",
+        shared_tokenizer=f"{LM}/tokenizer/tokenizer.json",
+    output:
+        model=f"{BM}/cross/source/model/model.safetensors",
+        info=f"{BM}/cross/source/cross_tokenizer.json",
+    params:
+        cli=CLI,
+        args=paper_params("bdc_merge", "cross_tokenizer",
+                          source_spec=config["lm_assets"]["models"][BM_CFG["models"]["source_asset"]]),
+        code=code_stamp("bdc_merge"),
+        corpora=folder_of("input", "corpora"),
+        shared_tokenizer=folder_of("input", "shared_tokenizer"),
+        out=folder_of("output", "info"),
+    log:
+        f"{BM}/logs/cross_source.log",
+    benchmark:
+        f"{BM}/benchmarks/cross_source.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "{params.cli} bdc_merge cross_source --params {params.args:q} --input corpora={params.corpora}"
+        " --input shared_tokenizer={params.shared_tokenizer} --out {params.out} --threads {threads} > {log} 2>&1"
+
+
+rule bdc_merge_cross_run:
+    input:
+        corpora=f"{LM}/corpora/manifest.json",
+        source=f"{BM}/cross/source/model/model.safetensors",
+        target=BM_TARGET,
+    output:
+        metrics=f"{BM}/cross/seed{{seed}}/metrics.json",
+        timing=f"{BM}/cross/seed{{seed}}/timing.json",
+    params:
+        cli=CLI,
+        args=paper_params("bdc_merge", *BM_RUN_KEYS, sweeps=False),
+        wildcards=wildcards_json,
+        code=code_stamp("bdc_merge"),
+        corpora=folder_of("input", "corpora"),
+        source=folder_of("input", "source"),
+        target=folder_of("input", "target"),
+        out=folder_of("output", "metrics"),
+    log:
+        f"{BM}/logs/cross/seed{{seed}}.log",
+    benchmark:
+        f"{BM}/benchmarks/cross/seed{{seed}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **job_resources(BM_CFG["resources"]["run_mem_mb"], BM_CFG["resources"]["run_runtime_min"], BM_CFG["resources"]["run_gpus"]),
+    shell:
+        "{params.cli} bdc_merge run --params {params.args:q} --input corpora={params.corpora}"
+        " --input source={params.source} --input target={params.target} --out {params.out}"
+        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
 rule bdc_merge_figures:
     input:
         metrics=expand(f"{BM}/runs/seed{{seed}}/metrics.json", seed=BM_CFG["seeds"]),
+        timing=expand(f"{BM}/runs/seed{{seed}}/timing.json", seed=BM_CFG["seeds"]),
+        cross=BM_CROSS_RUNS,
     output:
         figures=[
             report(f"{BM}/figures/{name}.png", caption=f"../report/bdc_merge_{name}.rst", category="bdc_merge")
@@ -58,6 +125,7 @@ rule bdc_merge_figures:
         args=paper_params("bdc_merge", "calibration", "strengths", "strength", "general_tolerance"),
         code=code_stamp("bdc_merge"),
         runs=folder_of("input", "metrics", up=2),
+        cross=(lambda wildcards, input: f" --input cross={Path(input.cross[0]).parent.parent}" if input.cross else ""),
         out=folder_of("output", "claims"),
     log:
         f"{BM}/logs/figures.log",
@@ -70,7 +138,7 @@ rule bdc_merge_figures:
         mem_mb=1000,
         runtime=10,
     shell:
-        "{params.cli} bdc_merge figures --params {params.args:q} --input runs={params.runs} --out {params.out} > {log} 2>&1"
+        "{params.cli} bdc_merge figures --params {params.args:q} --input runs={params.runs}{params.cross} --out {params.out} > {log} 2>&1"
 
 
 register_targets("bdc_merge", rules.bdc_merge_figures.output)

@@ -1,7 +1,7 @@
 """BDC-Merge: model merging across architectures with Brownian distance correlation (bdc_merge)."""
 
 TITLE = "BDC-Merge: cross-architecture model merging with Brownian distance correlation"
-STEPS = ("run", "figures")
+STEPS = ("run", "cross_source", "figures")
 
 LAYER_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 ALL_MATRICES = LAYER_MATRICES + ("embed_tokens", "lm_head")

@@ -66,9 +66,15 @@ def word_positions(text: str, offsets) -> list[int]:
     return [keep[e] for e in sorted(ends)]
 
 
+def count_words(texts: list[str]) -> int:
+    return sum(len(t.split()) for t in texts)
+
+
 @torch.no_grad()
-def capture(model, tokenizer, texts: list[str], batch_size: int = 32) -> Activations:
-    """Activations at every site for every word of `texts` (rows in text order)."""
+def capture(model, tokenizer, texts: list[str], batch_size: int = 32, keep=None) -> Activations:
+    """Activations at every site for every word of `texts` (rows in text order), or only for the
+    words whose running index (over all words of `texts`, `count_words` in all) is in `keep`:
+    the rows are subsampled while the batches are captured, never stored for every word."""
     layers = decoder_layers(model)
     store: dict = {}
     hooks = []
@@ -86,6 +92,10 @@ def capture(model, tokenizer, texts: list[str], batch_size: int = 32) -> Activat
     hooks.append(model.get_input_embeddings().register_forward_hook(hook(("model", "embed_out"), "out")))
     hooks.append(model.get_output_embeddings().register_forward_hook(hook(("model", "head_in"), "in")))
     rows: dict = {}
+    wanted = None if keep is None else torch.zeros(count_words(texts), dtype=torch.bool)
+    if wanted is not None:
+        wanted[torch.as_tensor(keep, dtype=torch.long)] = True
+    seen = 0
     try:
         for b0 in range(0, len(texts), batch_size):
             chunk = texts[b0:b0 + batch_size]
@@ -96,8 +106,11 @@ def capture(model, tokenizer, texts: list[str], batch_size: int = 32) -> Activat
                 store[(i, "hidden")] = out.hidden_states[i + 1]
             for r, text in enumerate(chunk):
                 pos = torch.tensor(word_positions(text, enc["offset_mapping"][r].tolist()))
+                if wanted is not None:
+                    pos, seen = pos[wanted[seen:seen + len(pos)]], seen + len(pos)
                 for key, val in store.items():
                     rows.setdefault(key, []).append(val[r, pos.to(val.device)].float().cpu())
+            store.clear()  # the batch's full activations are dropped before the next one
     finally:
         for h in hooks:
             h.remove()

@@ -40,7 +40,12 @@ def transport_maps(src: torch.Tensor, tgt: torch.Tensor, reg: float, iterations:
 
 
 def transport_plan(source_acts: act.Activations, target_acts: act.Activations, matrices: list[str],
-                   reg_inner: float, reg_outer: float, iterations: int) -> FusionPlan:
+                   reg_inner: float, reg_outer: float, iterations: int, layer_top_k: int | None = None,
+                   shared_vocabulary: bool = False) -> FusionPlan:
+    """Transport and Merge's plan. `layer_top_k` keeps, per target layer, only the source layers
+    with the largest outer-plan mass (renormalised), so operators are built only for the layer
+    pairs in use (None: every pair, as the public code); embed_tokens / lm_head are mapped through
+    the transport between the embedding outputs / LM-head inputs when the vocabularies match."""
     Ls, Lt = len(source_acts.layers), len(target_acts.layers)
     layer_cost = torch.zeros(Ls, Lt)
     for l in range(Ls):
@@ -48,20 +53,32 @@ def transport_plan(source_acts: act.Activations, target_acts: act.Activations, m
             layer_cost[l, m] = transport_maps(source_acts.layers[l]["hidden"], target_acts.layers[m]["hidden"],
                                               reg_inner, iterations)[2]
     P = sinkhorn_plan(layer_cost, reg_outer, iterations)
+    if layer_top_k is not None and layer_top_k < Ls:
+        keep = torch.zeros_like(P, dtype=torch.bool)
+        keep.scatter_(0, P.topk(layer_top_k, dim=0).indices, True)
+        P = P * keep
     weights = P / P.sum(0, keepdim=True)
     result = FusionPlan(layer_weights=weights, matrices=tuple(matrices), layer_dependence=-layer_cost)
+    for name in matrices:
+        if name not in act.MATRICES and name not in act.MODEL_MATRICES:
+            raise ValueError(f"config key 'bdc_merge.transport.matrices': unknown matrix {name}")
     for m in range(Lt):
-        for l in range(Ls):
+        for l in torch.nonzero(weights[:, m]).flatten().tolist():
             sites: dict = {}
-            for name in matrices:
-                if name not in act.MATRICES:
-                    raise ValueError(f"config key 'bdc_merge.transport.matrices': {name} is not a per-layer matrix")
+            for name in [n for n in matrices if n in act.MATRICES]:
                 _, site_in, site_out = act.MATRICES[name]
                 for site in (site_in, site_out):
                     if site not in sites:
                         sites[site] = transport_maps(source_acts.layers[l][site], target_acts.layers[m][site],
                                                      reg_inner, iterations)
                 result.operators[(l, m, name)] = (sites[site_out][0], sites[site_in][1])
+    if shared_vocabulary:
+        if "embed_tokens" in matrices:
+            result.model_operators["embed_tokens"] = transport_maps(
+                source_acts.model["embed_out"], target_acts.model["embed_out"], reg_inner, iterations)[0]
+        if "lm_head" in matrices:
+            result.model_operators["lm_head"] = transport_maps(
+                source_acts.model["head_in"], target_acts.model["head_in"], reg_inner, iterations)[1]
     return result
 
 

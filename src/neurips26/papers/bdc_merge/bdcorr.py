@@ -91,20 +91,28 @@ def _row_means(x: torch.Tensor, budget: int) -> torch.Tensor:
     return out
 
 
-def _centred_block(x: torch.Tensor, row_mean: torch.Tensor, grand: torch.Tensor, r0: int, r1: int) -> torch.Tensor:
-    """Rows r0:r1 of every column's double-centred distance matrix, as (d, (r1-r0) * n).
+def _centred_block(x: torch.Tensor, row_mean: torch.Tensor, grand: torch.Tensor, r0: int, r1: int,
+                   zero_diagonal: bool = False) -> torch.Tensor:
+    """Rows r0:r1 of every column's centred distance matrix, as (d, (r1-r0) * n):
+    a_kl - row_k - row_l + grand (double centring with means, U-centring with sums / (n-2) and
+    a zero diagonal).
 
     Built column-major in place: one buffer of the block's size (no temporaries beyond it)."""
-    d = x.shape[1]
+    d, n = x.shape[1], x.shape[0]
     xt, mt = x.T.contiguous(), row_mean.T.contiguous()               # (d, n)
     a = xt[:, r0:r1, None] - xt[:, None, :]                         # (d, r, n): the only allocation
     a.abs_().sub_(mt[:, r0:r1, None]).sub_(mt[:, None, :]).add_(grand[:, None, None])
-    return a.view(d, -1)
+    flat = a.view(d, -1)
+    if zero_diagonal:
+        k = torch.arange(r1 - r0, device=x.device)
+        flat[:, k * n + r0 + k] = 0.0
+    return flat
 
 
-def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: int = 256 * 2**20,
-                                eps: float = 1e-12) -> torch.Tensor:
-    """dCor(x[:, i], y[:, j]) for every column i of x (n x p) and j of y (n x q): a (p x q) matrix.
+def neuron_distance_correlation_sqr(x: torch.Tensor, y: torch.Tensor, memory_bytes: int = 256 * 2**20,
+                                    bias_corrected: bool = False, eps: float = 1e-12) -> torch.Tensor:
+    """dCor^2(x[:, i], y[:, j]) (or the bias-corrected dCor^2_u, which can be negative) for every
+    column i of x (n x p) and j of y (n x q): a (p x q) matrix.
 
     Chunked over columns of x, columns of y and rows of the distance matrices, so the blocks of
     centred distances held at once stay within `memory_bytes` (besides O(n (p + q)) vectors
@@ -117,6 +125,8 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
     x, y = x.to(dtype), y.to(dtype).to(x.device)
     n, p = x.shape
     q = y.shape[1]
+    if bias_corrected and n < 4:
+        raise ValueError(f"the bias-corrected distance covariance needs at least 4 samples, got {n}")
     item = torch.finfo(dtype).bits // 8
     # at most two blocks of cols x rows x n entries are alive at once (one of x, one of y);
     # they get half of the budget, the other half is headroom for the allocator and the row means
@@ -125,6 +135,10 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
     cx, cy = min(p, cols), min(q, cols)
     rx, ry = _row_means(x, budget // 4), _row_means(y, budget // 4)
     gx, gy = rx.mean(0), ry.mean(0)
+    if bias_corrected:  # U-centring: row sums / (n - 2), grand sum / ((n - 1)(n - 2)); the 1/(n(n-3)) cancels
+        rx, ry = rx * (n / (n - 2)), ry * (n / (n - 2))
+        gx, gy = gx * (n * n / ((n - 1) * (n - 2))), gy * (n * n / ((n - 1) * (n - 2)))
+    zd = bias_corrected
     cov = torch.zeros(p, q, dtype=dtype, device=x.device)
     var_x = torch.zeros(p, dtype=dtype, device=x.device)
     var_y = torch.zeros(q, dtype=dtype, device=x.device)
@@ -132,28 +146,33 @@ def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: 
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         if single_y:
-            B_all = _centred_block(y, ry, gy, r0, r1)
+            B_all = _centred_block(y, ry, gy, r0, r1, zd)
             var_y += torch.linalg.vector_norm(B_all, dim=1).square()
         else:
             for j0 in range(0, q, cy):
-                B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1)
+                B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1, zd)
                 var_y[j0:j0 + cy] += torch.linalg.vector_norm(B, dim=1).square()
                 B = None  # free before the next block is built
         for i0 in range(0, p, cx):
-            A = _centred_block(x[:, i0:i0 + cx], rx[:, i0:i0 + cx], gx[i0:i0 + cx], r0, r1)
+            A = _centred_block(x[:, i0:i0 + cx], rx[:, i0:i0 + cx], gx[i0:i0 + cx], r0, r1, zd)
             var_x[i0:i0 + cx] += torch.linalg.vector_norm(A, dim=1).square()
             if single_y:
                 cov[i0:i0 + cx] += A @ B_all.T
             else:
                 for j0 in range(0, q, cy):
-                    B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1)
+                    B = _centred_block(y[:, j0:j0 + cy], ry[:, j0:j0 + cy], gy[j0:j0 + cy], r0, r1, zd)
                     cov[i0:i0 + cx, j0:j0 + cy] += A @ B.T
                     B = None
             A = None
         B_all = None
     denom = (var_x[:, None] * var_y[None, :]).sqrt()
-    dcor2 = torch.where(denom > 0, cov / denom.clamp_min(eps), torch.zeros_like(cov))
-    return dcor2.clamp_min(0).sqrt().cpu()
+    return torch.where(denom > 0, cov / denom.clamp_min(eps), torch.zeros_like(cov)).cpu()
+
+
+def neuron_distance_correlation(x: torch.Tensor, y: torch.Tensor, memory_bytes: int = 256 * 2**20,
+                                eps: float = 1e-12) -> torch.Tensor:
+    """dCor(x[:, i], y[:, j]) (plain, as `dcor.distance_correlation`) for every pair of columns."""
+    return neuron_distance_correlation_sqr(x, y, memory_bytes, False, eps).clamp_min(0).sqrt()
 
 
 def layer_dependence(xs: list[torch.Tensor], ys: list[torch.Tensor]) -> torch.Tensor:
@@ -182,4 +201,4 @@ def peak_block_bytes(n: int, p: int, q: int, memory_bytes: int, dtype=torch.floa
 
 
 __all__ = ["distance_matrix", "double_centre", "u_centre", "distance_covariance_sqr", "distance_correlation_sqr",
-           "distance_correlation", "neuron_distance_correlation", "layer_dependence", "peak_block_bytes"]
+           "distance_correlation", "neuron_distance_correlation_sqr", "neuron_distance_correlation", "layer_dependence", "peak_block_bytes"]

@@ -19,7 +19,11 @@ from neurips26.core import claims
 
 P = "bdc_merge"
 LABELS = {"target": "target alone", "transport": "Transport and Merge", "transport_lora": "Transport and Merge + LoRA",
-          "bdc": "BDC-Merge"}
+          "bdc": "BDC-Merge", "bdc_attn": "BDC-Merge (attention q/k/v/o only)",
+          "transport_all": "Transport and Merge (all matrices)"}
+# the matched comparisons: each method on the other's matrix set
+MATCHED = {"attention": ("bdc_attn", "transport", "both fusing the attention matrices q/k/v/o only"),
+           "all": ("bdc", "transport_all", "both fusing every matrix BDC-Merge fuses")}
 GROUPS = {"low": "low-resource languages", "knowledge": "specialised knowledge"}
 GROUP_TASKS = {"low": "low-resource languages", "knowledge": "knowledge sets"}
 # one cloze question in a hundred: a gain below that moves fewer than one answer per task
@@ -28,9 +32,10 @@ MIN_CLOZE_GAIN = 0.01
 MIN_LOG_PPL_GAIN = 0.01
 
 
-def _compare(summary: dict, claim: str, measure: str, group: str, baseline: str, scale: str) -> dict:
+def _compare(summary: dict, claim: str, measure: str, group: str, baseline: str, scale: str,
+             method: str = "bdc") -> dict:
     ms = summary["methods"]
-    m, b = ms["bdc"], ms[baseline]
+    m, b = ms[method], ms[baseline]
     if measure == "cloze":
         metric, higher, values, items, min_effect = (f"cloze accuracy, mean over the {GROUP_TASKS[group]}, higher is better",
                                                      True, "cloze", "cloze_items", MIN_CLOZE_GAIN)
@@ -39,7 +44,7 @@ def _compare(summary: dict, claim: str, measure: str, group: str, baseline: str,
                                                      "lower is better", False, "log_ppl", "nll_items", MIN_LOG_PPL_GAIN)
     mi, bi = m[items][group], b[items][group]
     paired_items = mi is not None and bi is not None
-    return claims.comparison(P, claim, metric, LABELS["bdc"], m[values][group], LABELS[baseline], b[values][group],
+    return claims.comparison(P, claim, metric, LABELS[method], m[values][group], LABELS[baseline], b[values][group],
                              higher, scale, "tasks.png", min_effect=min_effect,
                              method_items=mi if paired_items else None, baseline_items=bi if paired_items else None,
                              holds_fixed=summary["holds_fixed"])
@@ -53,9 +58,15 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
         claim = f"BDC-Merge beats Transport and Merge on {GROUPS[group]}"
         rows.append(_compare(summary, claim, "cloze", group, "transport", scale))
         rows.append(_compare(summary, claim, "ppl", group, "transport", scale))
-    if summary["groups"]["low"]:
+        for key, (method, baseline, how) in MATCHED.items():
+            if method not in summary["methods"] or baseline not in summary["methods"]:
+                continue
+            for measure in ("cloze", "ppl"):
+                rows.append(_compare(summary, f"{claim} ({how})", measure, group, baseline, scale, method))
+    if summary["groups"]["low"] and "transport_lora" in summary["methods"]:
         rows.append(_compare(summary, "BDC-Merge without training beats Transport and Merge with LoRA adaptation "
                              "(low-resource languages)", "ppl", "low", "transport_lora", scale))
+    if summary["groups"]["low"]:
         rows.append(_compare(summary, "BDC-Merge improves the target on low-resource languages", "ppl", "low",
                              "target", scale))
     rows.append(general_row(summary, scale))

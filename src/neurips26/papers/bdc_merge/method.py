@@ -6,7 +6,9 @@ Brownian distance correlation, from a small calibration set and without any grad
    target layer m takes the `layer_top_k` most dependent source layers with weights
    beta_lm = R_lm / sum_{l' in top-k} R_l'm (non-negative part).
 2. Neuron coupling. For a coupled pair and each site (input or output of a weight matrix),
-   D_ij = dCor(x^s_i, y^t_j) between source neuron i and target neuron j (neuron-level BDCorr).
+   D_ij = max(dCor^2_u(x^s_i, y^t_j), 0) between source neuron i and target neuron j
+   (neuron-level BDCorr, bias-corrected so that unrelated neurons score about 0 and take no
+   weight from a matching one; `neuron_weight="dcor"` uses the plain dCor, an ablation).
    dCor has no sign, so the sign of the Pearson correlation rho_ij orients the pair, and the
    ratio of standard deviations sets its scale.
 3. Lifting. Out (d_t x d_s) maps source activations to target ones: row j keeps the k most
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import activations as act
-from .bdcorr import layer_dependence, neuron_distance_correlation
+from .bdcorr import layer_dependence, neuron_distance_correlation, neuron_distance_correlation_sqr
 
 
 @dataclass
@@ -72,9 +74,27 @@ def lift(D: torch.Tensor, rho: torch.Tensor, sd_from: torch.Tensor, sd_to: torch
     return op
 
 
-def _pair_operator_cache(src: torch.Tensor, tgt: torch.Tensor, top_k: int, memory_bytes: int):
-    device = "cuda" if torch.cuda.is_available() else "cpu"  # the n x n distance blocks are the heavy part
-    D = neuron_distance_correlation(src.to(device), tgt.to(device), memory_bytes=memory_bytes)   # (d_s x d_t)
+NEURON_WEIGHTS = ("dcor2_u", "dcor")
+
+
+def neuron_dependence(src: torch.Tensor, tgt: torch.Tensor, weight: str, memory_bytes: int, device=None) -> torch.Tensor:
+    """Neuron-level dependence D (d_s x d_t) the lifted operators weight by.
+
+    dcor2_u: the bias-corrected dCor^2_u clamped at 0, near zero for independent neurons at any
+    calibration size; dcor: the plain dCor, which is about 0.11 for two independent neurons at
+    n = 256 (an ablation: it spreads weight from an exact match onto unrelated neurons)."""
+    if weight not in NEURON_WEIGHTS:
+        raise ValueError(f"config key 'bdc_merge.bdc.neuron_weight': {weight!r} is not one of {list(NEURON_WEIGHTS)}")
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")  # the n x n distance blocks are the heavy part
+    src, tgt = src.to(device), tgt.to(device)
+    if weight == "dcor":
+        return neuron_distance_correlation(src, tgt, memory_bytes=memory_bytes)
+    return neuron_distance_correlation_sqr(src, tgt, memory_bytes=memory_bytes, bias_corrected=True).clamp_min(0)
+
+
+def _pair_operator_cache(src: torch.Tensor, tgt: torch.Tensor, top_k: int, memory_bytes: int,
+                         weight: str = "dcor2_u", device=None):
+    D = neuron_dependence(src, tgt, weight, memory_bytes, device)   # (d_s x d_t)
     rho = act.pearson(src, tgt)
     sd_s, sd_t = src.std(0), tgt.std(0)
     out = lift(D, rho, sd_s, sd_t, top_k)              # (d_t x d_s): source -> target
@@ -83,12 +103,14 @@ def _pair_operator_cache(src: torch.Tensor, tgt: torch.Tensor, top_k: int, memor
 
 
 def plan(source_acts: act.Activations, target_acts: act.Activations, matrices: list[str], layer_top_k: int,
-         neuron_top_k: int, memory_bytes: int, shared_vocabulary: bool) -> FusionPlan:
+         neuron_top_k: int, memory_bytes: int, shared_vocabulary: bool, neuron_weight: str = "dcor2_u",
+         device=None) -> FusionPlan:
     """BDC-Merge's fusion operators from paired calibration activations."""
     dep = layer_dependence([la["hidden"] for la in source_acts.layers], [la["hidden"] for la in target_acts.layers])
     weights = layer_coupling(dep, layer_top_k)
     result = FusionPlan(layer_weights=weights, matrices=tuple(matrices), layer_dependence=dep)
     layer_mats = [m for m in matrices if m in act.MATRICES]
+    pair = dict(top_k=neuron_top_k, memory_bytes=memory_bytes, weight=neuron_weight, device=device)
     for m in range(weights.shape[1]):
         for l in torch.nonzero(weights[:, m]).flatten().tolist():
             sites: dict = {}
@@ -96,17 +118,25 @@ def plan(source_acts: act.Activations, target_acts: act.Activations, matrices: l
                 _, site_in, site_out = act.MATRICES[name]
                 for site in (site_in, site_out):
                     if site not in sites:
-                        sites[site] = _pair_operator_cache(source_acts.layers[l][site], target_acts.layers[m][site],
-                                                           neuron_top_k, memory_bytes)
+                        sites[site] = _pair_operator_cache(source_acts.layers[l][site], target_acts.layers[m][site], **pair)
                 result.operators[(l, m, name)] = (sites[site_out][0], sites[site_in][1])
     if shared_vocabulary:
         if "embed_tokens" in matrices:
             result.model_operators["embed_tokens"] = _pair_operator_cache(
-                source_acts.model["embed_out"], target_acts.model["embed_out"], neuron_top_k, memory_bytes)[0]
+                source_acts.model["embed_out"], target_acts.model["embed_out"], **pair)[0]
         if "lm_head" in matrices:
             result.model_operators["lm_head"] = _pair_operator_cache(
-                source_acts.model["head_in"], target_acts.model["head_in"], neuron_top_k, memory_bytes)[1]
+                source_acts.model["head_in"], target_acts.model["head_in"], **pair)[1]
     return result
+
+
+def restrict(fusion: FusionPlan, matrices) -> FusionPlan:
+    """The same plan fusing only `matrices` (for comparisons on a matched set of weight matrices)."""
+    keep = tuple(m for m in fusion.matrices if m in matrices)
+    return FusionPlan(layer_weights=fusion.layer_weights,
+                      operators={k: v for k, v in fusion.operators.items() if k[2] in keep},
+                      model_operators={k: v for k, v in fusion.model_operators.items() if k in keep},
+                      matrices=keep, layer_dependence=fusion.layer_dependence)
 
 
 @torch.no_grad()

@@ -23,7 +23,8 @@ from .claims import claim_rows
 P = "bdc_merge"
 METHOD_LABELS = {"target": "target alone", "source": "source alone (reference)", "naive": "truncate-and-average",
                  "transport": "Transport and Merge", "transport_lora": "Transport and Merge + LoRA",
-                 "bdc": "BDC-Merge (ours)"}
+                 "bdc": "BDC-Merge (ours)", "bdc_attn": "BDC-Merge, attention only",
+                 "transport_all": "Transport and Merge, all matrices"}
 
 
 def _round(x: float, digits: int = 8) -> float:
@@ -70,6 +71,29 @@ def _subset(items: list, n: int, rng: np.random.Generator) -> list:
     return [items[i] for i in np.sort(rng.choice(len(items), n, replace=False))]
 
 
+def _task_data(folder, task: str, kind: str, ev: dict, rng: np.random.Generator) -> dict:
+    """A task's evaluation subsets and calibration pool. For a knowledge set, whose training text
+    repeats its fact statements, a fraction `evaluate.knowledge_heldout` of the statements is held
+    out: perplexity and cloze are measured on those facts only, and calibration (and LoRA) draw
+    only from training lines stating the other facts."""
+    from neurips26.data import lm_corpora
+
+    valid, cloze = lm_corpora.read_lines(folder, task, "valid"), lm_corpora.read_cloze(folder, task)
+    train = lm_corpora.read_lines(folder, task, "train")
+    frac = ev["knowledge_heldout"]
+    if kind == "knowledge" and frac > 0:
+        n_held = max(1, int(round(frac * len(valid))))
+        held = {valid[i] for i in rng.choice(len(valid), n_held, replace=False)}
+        valid = [v for v in valid if v in held]
+        cloze = [c for c in cloze if c["prefix"] + c["choices"][c["answer"]] + c["suffix"] in held]
+        train = [x for x in train if x not in held]
+        if not cloze or not train:
+            raise ValueError(f"config key 'bdc_merge.evaluate.knowledge_heldout': task {task} leaves "
+                             f"{len(cloze)} cloze questions and {len(train)} calibration lines")
+    return {"valid": _subset(valid, ev["valid_sentences"], rng), "cloze": _subset(cloze, ev["cloze_questions"], rng),
+            "train": train, "kind": kind}
+
+
 def run(params, inputs, out: Path):
     import torch
 
@@ -78,6 +102,8 @@ def run(params, inputs, out: Path):
 
     from . import activations as act
     from . import baselines, method
+
+    import ot  # noqa: F401  (imported before any coupling is timed)
 
     started = time.perf_counter()
     seed = int(params["seed"])
@@ -95,9 +121,7 @@ def run(params, inputs, out: Path):
     if missing:
         raise ValueError(f"config key 'bdc_merge.data.tasks': {missing} not in {folder}/manifest.json")
     eval_rng = np.random.default_rng([seed, 11])  # the evaluation subsets, one draw per seed
-    task_data = {t: {"valid": _subset(lm_corpora.read_lines(folder, t, "valid"), ev["valid_sentences"], eval_rng),
-                     "cloze": _subset(lm_corpora.read_cloze(folder, t), ev["cloze_questions"], eval_rng),
-                     "train": lm_corpora.read_lines(folder, t, "train"), "kind": manifest[t]["kind"]} for t in tasks}
+    task_data = {t: _task_data(folder, t, manifest[t]["kind"], ev, eval_rng) for t in tasks}
     general = _subset(lm_corpora.read_lines(folder, params["data"]["general_task"], "valid"), ev["valid_sentences"],
                       eval_rng)
     batch = ev["batch_size"]
@@ -121,42 +145,61 @@ def run(params, inputs, out: Path):
     bdc_matrices = [m for m in bdc["matrices"] if shared_vocab or m not in ("embed_tokens", "lm_head")]
     naive_matrices = [m for m in naive["matrices"] if shared_vocab or m not in ("embed_tokens", "lm_head")]
     naive_plan = baselines.truncation_plan(source, target, naive_matrices)
+    sweeps = params.get("sweeps", True)
+    sizes = cal["sizes"] if sweeps else [cal["size"]]
     dependence = {}
-    timing = {"coupling_seconds": {"bdc": 0.0, "transport": 0.0}}
+    timing = {"coupling_seconds": {"bdc": 0.0, "transport": 0.0, "transport_all": 0.0}, "coupling_calls": {}}
     for k, t in enumerate(tasks):
         rng = np.random.default_rng([seed, 7, k])
         pool = task_data[t]["train"]
         order = rng.permutation(len(pool))
-        for size in cal["sizes"]:
+        for size in sizes:
             texts = [pool[i] for i in order[:size]]          # nested draws: larger sets extend smaller ones
-            acts_s, acts_t = act.capture(source, s_tok, texts), act.capture(target, t_tok, texts)
-            n_words = acts_s.layers[0]["hidden"].shape[0]
-            if n_words > cal["max_words"]:
-                keep = torch.from_numpy(np.sort(rng.choice(n_words, cal["max_words"], replace=False)))
-                acts_s, acts_t = act.subsample(acts_s, keep), act.subsample(acts_t, keep)
+            n_words = act.count_words(texts)
+            keep = np.sort(rng.choice(n_words, cal["max_words"], replace=False)) if n_words > cal["max_words"] else None
+            acts_s, acts_t = act.capture(source, s_tok, texts, keep=keep), act.capture(target, t_tok, texts, keep=keep)
+            default_size = size == cal["size"]
             t0 = time.perf_counter()
             plans = {"bdc": method.plan(acts_s, acts_t, bdc_matrices, bdc["layer_top_k"], bdc["neuron_top_k"],
-                                        bdc["memory_mb"] * 2**20, shared_vocab)}
+                                        bdc["memory_mb"] * 2**20, shared_vocab, bdc["neuron_weight"])}
             t1 = time.perf_counter()
             plans["transport"] = baselines.transport_plan(acts_s, acts_t, tr["matrices"], tr["reg_inner"],
-                                                          tr["reg_outer"], tr["iterations"])
+                                                          tr["reg_outer"], tr["iterations"], tr["layer_top_k"],
+                                                          shared_vocab)
+            t2 = time.perf_counter()
             timing["coupling_seconds"]["bdc"] += t1 - t0
-            timing["coupling_seconds"]["transport"] += time.perf_counter() - t1
-            if size == cal["size"]:
+            timing["coupling_seconds"]["transport"] += t2 - t1
+            matched = {}
+            if default_size and params["matched"]:
+                # the same matrices on both sides: BDC-Merge on Transport and Merge's set, and
+                # Transport and Merge on BDC-Merge's set
+                matched["bdc_attn"] = method.restrict(plans["bdc"], tr["matrices"])
+                t2 = time.perf_counter()
+                matched["transport_all"] = baselines.transport_plan(
+                    acts_s, acts_t, bdc_matrices, tr["reg_inner"], tr["reg_outer"], tr["iterations"],
+                    tr["layer_top_k"], shared_vocab)
+                timing["coupling_seconds"]["transport_all"] += time.perf_counter() - t2
+                timing["coupling_calls"]["transport_all"] = timing["coupling_calls"].get("transport_all", 0) + 1
+            for name in ("bdc", "transport"):
+                timing["coupling_calls"][name] = timing["coupling_calls"].get(name, 0) + 1
+            if default_size:
                 dependence[t] = {"bdc_layer_dcor2_u": plans["bdc"].layer_dependence.tolist(),
                                  "bdc_layer_weights": plans["bdc"].layer_weights.tolist(),
                                  "transport_layer_weights": plans["transport"].layer_weights.tolist()}
-            strengths = params["strengths"] if size == cal["size"] else [params["strength"]]
-            names = [*plans, "naive"] if size == cal["size"] else list(plans)
+            strengths = params["strengths"] if default_size and sweeps else [params["strength"]]
+            names = [*plans, "naive"] if default_size else list(plans)
             for alpha in strengths:
-                default = size == cal["size"] and alpha == params["strength"]
-                for name in names:
+                default = default_size and alpha == params["strength"]
+                for name in names + (list(matched) if default else []):
                     if alpha == 0:  # fuse(..., 0) is the target itself (tested), so reuse its numbers
                         record(name, t, size, alpha, reference["target"], default)
                         continue
-                    merged = method.fuse(source, target, naive_plan if name == "naive" else plans[name], alpha)
+                    fusion = naive_plan if name == "naive" else plans.get(name) or matched[name]
+                    merged = method.fuse(source, target, fusion, alpha)
                     record(name, t, size, alpha, _evaluate(merged, t_tok, task_data, general, batch, [t]), default)
-            if size == cal["size"]:
+                    if default and name in ("bdc", "transport"):
+                        tracking.active().log_metrics({f"{t}_{name}_cloze": records[-1]["cloze"]})
+            if default_size and lora["steps"] > 0:
                 merged = method.fuse(source, target, plans["transport"], params["strength"])
                 work = out / "lora_work" / t
                 adapted = baselines.lora_adapt(merged, t_tok, texts, work, {**params, "lora_task": t}, lora["rank"],
@@ -164,15 +207,51 @@ def run(params, inputs, out: Path):
                 shutil.rmtree(work, ignore_errors=True)
                 record("transport_lora", t, size, params["strength"],
                        _evaluate(adapted, t_tok, task_data, general, batch, [t]), items=True)
-        tracking.active().log_metrics({f"{t}_bdc_cloze": r["cloze"] for r in records[-1:]})
+        print(f"bdc_merge seed {seed}: task {k + 1}/{len(tasks)} ({t}) done after "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
     shutil.rmtree(out / "lora_work", ignore_errors=True)
     metrics = {"seed": seed, "tasks": {t: task_data[t]["kind"] for t in tasks}, "records": records,
                "shared_vocabulary": shared_vocab, "layer_coupling": dependence,
                "general_task": params["data"]["general_task"]}
     io.write_json(out / "metrics.json", metrics)
     io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started,
-                                        **{k: {m: round(v, 3) for m, v in d.items()} for k, d in timing.items()}})
+                                        "coupling_seconds": {m: round(v, 3) for m, v in timing["coupling_seconds"].items()},
+                                        "coupling_calls": timing["coupling_calls"]})
     return [out / "metrics.json", out / "timing.json"]
+
+
+def cross_source(params, inputs, out: Path):
+    """A source with its own tokenizer: a second BPE tokenizer (another vocabulary size, so other
+    merges, another vocabulary and another segmentation of the same words) trained on the corpora,
+    and the source model (the shared source's spec, `cross_tokenizer.train` overriding its training)
+    pretrained with it through the shared pretraining step. Merging it into the target exercises
+    the cross-tokenizer path: activations paired by words, vocabulary matrices not fused."""
+    from neurips26.core import lm, lm_assets
+    from neurips26.data import lm_corpora
+
+    ct = params["cross_tokenizer"]
+    folder = inputs["corpora"]
+    manifest = lm_corpora.read_manifest(folder)
+    texts = [line for name in sorted(manifest["corpora"]) for line in lm_corpora.read_lines(folder, name, "train")]
+    tok = lm.train_tokenizer(texts, ct["vocab_size"], out / "tokenizer", ct["min_frequency"])
+    shared = lm.load_tokenizer(inputs["shared_tokenizer"])
+    sample = texts[:200]
+    differ = sum(tok(t)["input_ids"] != shared(t)["input_ids"] for t in sample)
+    spec = dict(params["source_spec"])
+    spec["train"] = {**spec["train"], **(ct.get("train") or {})}
+    lm_assets.pretrain({"paper": "bdc_merge", "scale": params["scale"], "model": "source_cross",
+                        "models": {"source_cross": spec}}, {"corpora": folder, "tokenizer": out / "tokenizer"}, out)
+    io.write_json(out / "cross_tokenizer.json", {
+        "vocab_size": len(tok), "shared_vocab_size": len(shared),
+        "shared_tokens": len(set(tok.get_vocab()) & set(shared.get_vocab())),
+        "sentences_segmented_differently": f"{differ} of {len(sample)}",
+        "tokens_per_word": _round(sum(len(tok(t)["input_ids"]) - 1 for t in sample) / act_words(sample), 4),
+        "shared_tokens_per_word": _round(sum(len(shared(t)["input_ids"]) - 1 for t in sample) / act_words(sample), 4)})
+    return [out / "model" / "model.safetensors", out / "cross_tokenizer.json"]
+
+
+def act_words(texts: list[str]) -> int:
+    return max(1, sum(len(t.split()) for t in texts))
 
 
 # ---- figures -----------------------------------------------------------------------------------
@@ -218,7 +297,8 @@ def claims_summary(runs: list[dict], params: dict) -> dict:
     kinds = runs[0]["tasks"]
     groups = {"low": [t for t in kinds if kinds[t] == "low"], "knowledge": [t for t in kinds if kinds[t] == "knowledge"]}
     methods = {}
-    for m in ("target", "transport", "transport_lora", "bdc"):
+    present = {r["method"] for r in runs[0]["records"]}
+    for m in [m for m in ("target", "transport", "transport_lora", "bdc", "bdc_attn", "transport_all") if m in present]:
         seeds = _select(runs, **_setting(m, params))
         entry = {"cloze": {}, "log_ppl": {}, "cloze_items": {}, "nll_items": {}}
         for g, tasks in groups.items():
@@ -244,7 +324,8 @@ def figures(params, inputs, out: Path):
     tasks = list(kinds)
     low = [t for t in tasks if kinds[t] == "low"]
     know = [t for t in tasks if kinds[t] == "knowledge"]
-    methods = ["target", "source", "naive", "transport", "transport_lora", "bdc"]
+    present = {r["method"] for r in runs[0]["records"]}
+    methods = [m for m in METHOD_LABELS if m in present]
     fig_dir = out / "figures"
     n = len(runs)
 
@@ -312,5 +393,70 @@ def figures(params, inputs, out: Path):
 
     summary = claims_summary(runs, params)
     claims.write_claims(out / "claims.csv", claim_rows(summary, params["scale"]))
-    return [fig_dir / "tasks.png", fig_dir / "strength.png", fig_dir / "calibration_size.png",
-            out / "summary.csv", out / "claims.csv"]
+    written = [fig_dir / "tasks.png", fig_dir / "strength.png", fig_dir / "calibration_size.png",
+               out / "summary.csv", out / "claims.csv"]
+    timings = [io.read_json(p) for p in sorted(Path(inputs["runs"]).glob("seed*/timing.json"))]
+    cross = sorted(Path(inputs["cross"]).glob("seed*/metrics.json")) if inputs.get("cross") else []
+    if cross:
+        cross_runs = [io.read_json(path) for path in cross]
+        io.write_csv(out / "cross_tokenizer.csv", cross_table(cross_runs, params), CROSS_FIELDS)
+        written.append(out / "cross_tokenizer.csv")
+        timings += [{**io.read_json(p), "pair": "own-tokenizer source"}
+                    for p in sorted(Path(inputs["cross"]).glob("seed*/timing.json"))]
+    if timings:
+        io.write_csv(out / "coupling_cost.csv", coupling_cost(timings), COST_FIELDS)
+        written.append(out / "coupling_cost.csv")
+    return written
+
+
+COUPLING_MATRICES = {"bdc": "BDC-Merge, its matrices (bdc.matrices)", "transport": "Transport and Merge, transport.matrices",
+                     "transport_all": "Transport and Merge, bdc.matrices"}
+COST_FIELDS = ["pair", "method", "plans", "seconds_per_plan", "seconds_per_plan_sd"]
+
+
+def coupling_cost(timings: list[dict]) -> list[dict]:
+    """Wall-clock seconds per coupling (one plan from one calibration set), mean and sd over the
+    seeds: BDC-Merge's closed-form dependencies against Transport and Merge's iterative Sinkhorn.
+    Timings, not results: they vary with the machine's load and never enter metrics.json."""
+    rows = []
+    for pair in sorted({t.get("pair", "shared-tokenizer source") for t in timings}):
+        ts = [t for t in timings if t.get("pair", "shared-tokenizer source") == pair]
+        for m, label in COUPLING_MATRICES.items():
+            per = [t["coupling_seconds"][m] / t["coupling_calls"][m] for t in ts
+                   if t.get("coupling_calls", {}).get(m)]
+            if per:
+                rows.append({"pair": pair, "method": label, "plans": sum(t["coupling_calls"][m] for t in ts),
+                             "seconds_per_plan": round(float(np.mean(per)), 3),
+                             "seconds_per_plan_sd": round(float(np.std(per, ddof=1)), 3) if len(per) > 1 else ""})
+    return rows
+
+
+CROSS_FIELDS = ["method", "baseline", "group", "measure", "method_value", "baseline_value", "difference", "interval"]
+
+
+def cross_table(runs: list[dict], params: dict) -> list[dict]:
+    """Merging a source with its own tokenizer: every method's group means at the default setting
+    and, against each baseline, the difference with a paired bootstrap interval over the seeds x
+    items (positive = the method better)."""
+    summary = claims_summary(runs, params)
+    ms = summary["methods"]
+    pairs = [("bdc", "target"), ("bdc", "transport"), ("bdc_attn", "transport"), ("bdc", "transport_all"),
+             ("bdc", "transport_lora"), ("transport", "target")]
+    rows = []
+    for method, base in [p for p in pairs if p[0] in ms and p[1] in ms]:
+        for g in [g for g, tasks in summary["groups"].items() if tasks]:
+            for measure, values, items, sign in (("cloze accuracy", "cloze", "cloze_items", 1.0),
+                                                 ("log perplexity (nats per token)", "log_ppl", "nll_items", -1.0)):
+                mv, bv = float(np.mean(ms[method][values][g])), float(np.mean(ms[base][values][g]))
+                mi, bi = ms[method][items][g], ms[base][items][g]
+                d, lo, hi = claims.paired_bootstrap_interval(mi, bi) if mi and bi else (mv - bv, float("nan"), float("nan"))
+                lo, hi = sorted((sign * lo, sign * hi))
+                rows.append({"method": METHOD_LABELS[method], "baseline": METHOD_LABELS[base], "group": g,
+                             "measure": measure, "method_value": _round(mv, 4), "baseline_value": _round(bv, 4),
+                             "difference": _round(sign * d, 4), "interval": f"[{_round(lo, 3)}, {_round(hi, 3)}]"})
+    gm = {m: float(np.exp(np.mean(ms[m]["general_log_ppl"]))) for m in ms}
+    for m, v in gm.items():
+        rows.append({"method": METHOD_LABELS[m], "baseline": "", "group": "general (high-resource)",
+                     "measure": "perplexity", "method_value": _round(v, 4), "baseline_value": "", "difference": "",
+                     "interval": ""})
+    return rows
