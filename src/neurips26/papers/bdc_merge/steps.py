@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.io import significant
 
 from .claims import claim_rows
 
@@ -25,11 +26,6 @@ METHOD_LABELS = {"target": "target alone", "source": "source alone (reference)",
                  "transport": "Transport and Merge", "transport_lora": "Transport and Merge + LoRA",
                  "bdc": "BDC-Merge (ours)", "bdc_attn": "BDC-Merge, attention only",
                  "transport_all": "Transport and Merge, all matrices"}
-
-
-def _round(x: float, digits: int = 8) -> float:
-    x = float(x)
-    return x if not np.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
 
 
 def _model_location(params: dict, inputs: dict, which: str) -> str:
@@ -47,7 +43,7 @@ def _scores(model, tok, texts: list[str], batch: int) -> tuple[float, list[float
     from neurips26.core import lm
 
     sums, counts = lm.sequence_logprobs(model, tok, texts, batch)
-    return float(np.exp(-sum(sums) / max(1, sum(counts)))), [_round(-x) for x in sums], counts
+    return float(np.exp(-sum(sums) / max(1, sum(counts)))), [significant(-x, 8) for x in sums], counts
 
 
 def _evaluate(model, tok, task_data: dict, general: list[str], batch: int, tasks: list[str]) -> dict:
@@ -55,11 +51,11 @@ def _evaluate(model, tok, task_data: dict, general: list[str], batch: int, tasks
     from neurips26.core import lm
 
     ppl, nll, tokens = _scores(model, tok, general, batch)
-    out = {"general_ppl": _round(ppl), "general_items": {"general_nll": nll, "general_tokens": tokens}}
+    out = {"general_ppl": significant(ppl, 8), "general_items": {"general_nll": nll, "general_tokens": tokens}}
     for t in tasks:
         ppl, nll, tokens = _scores(model, tok, task_data[t]["valid"], batch)
         correct = lm.cloze_correct(model, tok, task_data[t]["cloze"], batch)
-        out[t] = {"ppl": _round(ppl), "cloze": _round(sum(correct) / max(1, len(correct))),
+        out[t] = {"ppl": significant(ppl, 8), "cloze": significant(sum(correct) / max(1, len(correct)), 8),
                   "items": {"cloze": correct, "nll": nll, "tokens": tokens}}
     return out
 
@@ -245,8 +241,8 @@ def cross_source(params, inputs, out: Path):
         "vocab_size": len(tok), "shared_vocab_size": len(shared),
         "shared_tokens": len(set(tok.get_vocab()) & set(shared.get_vocab())),
         "sentences_segmented_differently": f"{differ} of {len(sample)}",
-        "tokens_per_word": _round(sum(len(tok(t)["input_ids"]) - 1 for t in sample) / act_words(sample), 4),
-        "shared_tokens_per_word": _round(sum(len(shared(t)["input_ids"]) - 1 for t in sample) / act_words(sample), 4)})
+        "tokens_per_word": significant(sum(len(tok(t)["input_ids"]) - 1 for t in sample) / act_words(sample), 4),
+        "shared_tokens_per_word": significant(sum(len(shared(t)["input_ids"]) - 1 for t in sample) / act_words(sample), 4)})
     return [out / "model" / "model.safetensors", out / "cross_tokenizer.json"]
 
 
@@ -389,12 +385,7 @@ def figures(params, inputs, out: Path):
                          "cloze": claims.fmt(_value(runs, "cloze", group, **_setting(m, params))),
                          "ppl": claims.fmt(_value(runs, "ppl", group, **_setting(m, params))),
                          "general_ppl": claims.fmt(_value(runs, "general_ppl", group, **_setting(m, params)))})
-    io.write_csv(out / "summary.csv", rows, ["method", "task", "cloze", "ppl", "general_ppl"])
-
-    summary = claims_summary(runs, params)
-    claims.write_claims(out / "claims.csv", claim_rows(summary, params["scale"]))
-    written = [fig_dir / "tasks.png", fig_dir / "strength.png", fig_dir / "calibration_size.png",
-               out / "summary.csv", out / "claims.csv"]
+    written = claims.write_tables(out, rows, claim_rows(claims_summary(runs, params), params["scale"]), fig_dir)
     timings = [io.read_json(p) for p in sorted(Path(inputs["runs"]).glob("seed*/timing.json"))]
     cross = sorted(Path(inputs["cross"]).glob("seed*/metrics.json")) if inputs.get("cross") else []
     if cross:
@@ -452,11 +443,11 @@ def cross_table(runs: list[dict], params: dict) -> list[dict]:
                 d, lo, hi = claims.paired_bootstrap_interval(mi, bi) if mi and bi else (mv - bv, float("nan"), float("nan"))
                 lo, hi = sorted((sign * lo, sign * hi))
                 rows.append({"method": METHOD_LABELS[method], "baseline": METHOD_LABELS[base], "group": g,
-                             "measure": measure, "method_value": _round(mv, 4), "baseline_value": _round(bv, 4),
-                             "difference": _round(sign * d, 4), "interval": f"[{_round(lo, 3)}, {_round(hi, 3)}]"})
+                             "measure": measure, "method_value": significant(mv, 4), "baseline_value": significant(bv, 4),
+                             "difference": significant(sign * d, 4), "interval": f"[{significant(lo, 3)}, {significant(hi, 3)}]"})
     gm = {m: float(np.exp(np.mean(ms[m]["general_log_ppl"]))) for m in ms}
     for m, v in gm.items():
         rows.append({"method": METHOD_LABELS[m], "baseline": "", "group": "general (high-resource)",
-                     "measure": "perplexity", "method_value": _round(v, 4), "baseline_value": "", "difference": "",
+                     "measure": "perplexity", "method_value": significant(v, 4), "baseline_value": "", "difference": "",
                      "interval": ""})
     return rows
