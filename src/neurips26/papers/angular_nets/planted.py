@@ -109,7 +109,11 @@ class PlantedTrials(torch.nn.Module):
         return out
 
 
-def lightning_module(trials: PlantedTrials, lr: float, steps: int):
+def lightning_module(trials: PlantedTrials, lr: float, steps: int, resample: bool = True):
+    """resample: a fresh G for every layer at every step (seeded by the layer and the step), so
+    the G-gradient steps are unbiased for the expected loss Lbar, whose minimiser is w*; with one
+    fixed G the noisy estimate's own minimiser sits near w* but not at it, and the final
+    G-gradient norm stalls at the estimator's noise level."""
     import lightning as L
 
     class PlantedModule(L.LightningModule):
@@ -118,6 +122,9 @@ def lightning_module(trials: PlantedTrials, lr: float, steps: int):
             self.trials = trials
 
         def training_step(self, batch, batch_idx):
+            if resample:
+                for layer in self.trials.layers:
+                    layer.resample_projection(self.global_step + 1)
             loss = self.trials.loss()
             self.log("planted/total_loss", loss, on_step=True, on_epoch=False)
             return loss

@@ -291,7 +291,7 @@ def planted(params, inputs, out: Path):
 
     p = params["planted"]
     trials = PlantedTrials(p["dim"], p["sample_sizes"], p["trials"], p["nu"], p["seed"], p["condition_margin"])
-    module = lightning_module(trials, p["lr"], p["steps"])
+    module = lightning_module(trials, p["lr"], p["steps"], p["resample"])
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(1)), batch_size=1)
     trainer, resume = make_trainer(out, {**params, "code": _code_hash()}, p["steps"], checkpoint_every=p["steps"],
                                    log_every_n_steps=max(1, p["steps"] // 10))
