@@ -273,9 +273,13 @@ def train(params, inputs, out: Path):
             # the study's axis is nu itself: N = int(nu d), without the floor of the default layers
             spec = method_spec(base, params["methods"][base], params["angular"], params["seed"], nu=nu,
                                min_features=params["nu_study_min_features"])
-            nu_study[f"{nu:g}"] = train_one(f"{base}_nu{nu:g}", spec, backbone, params, train_set, test, info, out,
-                                            lr=best_lr.get(base))
-    if not all(r.pop("global_zero") for r in [*results.values(), *nu_study.values()]):
+            same = method_spec(base, params["methods"][base], params["angular"], params["seed"])
+            if base in results and (spec.nu, spec.min_features) == (same.nu, same.min_features):
+                nu_study[f"{nu:g}"] = dict(results[base])  # the experiment's own run
+            else:
+                nu_study[f"{nu:g}"] = train_one(f"{base}_nu{nu:g}", spec, backbone, params, train_set, test, info,
+                                                out, lr=best_lr.get(base))
+    if not all(r.pop("global_zero", True) for r in [*results.values(), *nu_study.values()]):
         return []  # outputs are rank 0's
     io.write_json(out / "metrics.json", {"experiment": params["variant"], "seed": params["seed"],
                                          "backbone": backbone, "data": v["data"], "methods": results,
