@@ -111,16 +111,18 @@ def test_k_bit_estimator_converges_to_kernel(bits):
 
 
 # ---------------------------------------------------------------- G-Gradient
-def _expected_forward_np(x, w, gain, bias):
-    xc, wc = x - x.mean(), w - w.mean()
+def _expected_forward_np(x, w, gain, bias, centre_w=True):
+    xc, wc = x - x.mean(), (w - w.mean() if centre_w else w)
     return gain * 2 / np.pi * np.arcsin(xc @ wc / np.linalg.norm(xc) / np.linalg.norm(wc)) + bias
 
 
-def test_one_bit_backward_matches_finite_differences_of_expected_forward():
+@pytest.mark.parametrize("centre", ["patch", "sample"])
+def test_one_bit_backward_matches_finite_differences_of_expected_forward(centre):
+    """patch: input and weight centred; sample (the authors'): only the input vector."""
     d = 12
     g = np.random.default_rng(4)
     x, w = g.standard_normal(d), g.standard_normal(d)
-    layer = A.AngularLinear(d, 1, bias=True, nu=4)
+    layer = A.AngularLinear(d, 1, bias=True, nu=4, centre=centre)
     layer.weight.data = torch.tensor(w, dtype=torch.float32)[None]
     layer.gain.data.fill_(1.7)
     layer.bias.data.fill_(0.3)
@@ -137,7 +139,8 @@ def test_one_bit_backward_matches_finite_differences_of_expected_forward():
             dn[i] -= eps
             args = (up, w) if name == "x" else (x, up)
             args_dn = (dn, w) if name == "x" else (x, dn)
-            fd[i] = (_expected_forward_np(*args, 1.7, 0.3) - _expected_forward_np(*args_dn, 1.7, 0.3)) / (2 * eps)
+            cw = centre == "patch"
+            fd[i] = (_expected_forward_np(*args, 1.7, 0.3, cw) - _expected_forward_np(*args_dn, 1.7, 0.3, cw)) / (2 * eps)
         np.testing.assert_allclose(grad.numpy(), fd, rtol=2e-3, atol=2e-4)
     # gain and bias scale and shift the low-bit estimate itself: their gradient is exact
     estimate = (float(y) - 0.3) / 1.7
@@ -169,8 +172,8 @@ def test_k_bit_backward_matches_plackett_closed_form():
 def test_conv_equals_linear_on_unfolded_patches():
     torch.manual_seed(0)
     c_in, c_out, k = 3, 5, 3
-    conv = A.AngularConv2d(c_in, c_out, k, stride=1, padding=1, nu=2, a_bits=2, w_bits=2, seed=9)
-    lin = A.AngularLinear(c_in * k * k, c_out, nu=2, a_bits=2, w_bits=2, seed=9)
+    conv = A.AngularConv2d(c_in, c_out, k, stride=1, padding=1, nu=2, a_bits=2, w_bits=2, seed=9, centre="patch")
+    lin = A.AngularLinear(c_in * k * k, c_out, nu=2, a_bits=2, w_bits=2, seed=9, centre="patch")
     lin.weight.data = conv.weight.data.flatten(1).clone()
     lin.gain.data, lin.bias.data = conv.gain.data.clone(), conv.bias.data.clone()
     torch.testing.assert_close(lin.G, conv.G)
@@ -185,6 +188,65 @@ def test_conv_equals_linear_on_unfolded_patches():
     gx_lin, gw_lin = torch.autograd.grad((y_lin * g).sum(), (x, lin.weight))
     torch.testing.assert_close(gx_conv, gx_lin, rtol=1e-3, atol=1e-4)
     torch.testing.assert_close(gw_conv.flatten(1), gw_lin, rtol=1e-3, atol=1e-4)
+
+
+def test_sample_centring_subtracts_each_samples_mean_before_the_patches():
+    torch.manual_seed(1)
+    kw = dict(stride=1, padding=1, nu=3, seed=4)
+    conv = A.AngularConv2d(2, 3, 3, centre="sample", **kw)
+    plain = A.AngularConv2d(2, 3, 3, centre="none", **kw)
+    plain.weight.data = conv.weight.data.clone()
+    x = torch.randn(2, 2, 5, 5) + torch.tensor([3.0, -1.0]).view(2, 1, 1, 1)
+    torch.testing.assert_close(conv(x), plain(x - x.mean(dim=(1, 2, 3), keepdim=True)))
+    # the weight rows are not centred in sample mode
+    torch.testing.assert_close(conv.effective_weight(), conv.weight.flatten(1))
+
+
+def test_feature_count_gain_and_resampling_follow_the_authors_rules():
+    assert A.n_features(72, 2.5, 500) == 500 and A.n_features(288, 2.5, 500) == 720
+    assert A.n_features(64, 0.5, 0) == 32
+    layer = A.AngularConv2d(8, 4, 3, nu=2.5, min_features=500, seed=3)
+    assert layer.G.shape == (500, 72) and torch.all(layer.gain == 1.0)
+    twin = A.AngularConv2d(8, 4, 3, nu=2.5, min_features=500, seed=3)
+    g0 = layer.G.clone()
+    layer.resample_projection(1)
+    twin.resample_projection(1)
+    assert not torch.equal(layer.G, g0)
+    torch.testing.assert_close(layer.G, twin.G)  # reproducible from the seed and the round
+    layer.resample_projection(2)
+    assert not torch.equal(layer.G, twin.G)
+    from neurips26.papers.angular_nets.steps import resample_rounds
+
+    assert resample_rounds(200, 0.05, 0.6) == {s: s // 10 for s in range(10, 120, 10)}
+    assert resample_rounds(200, 0.0, 0.6) == {}
+
+
+def test_straight_through_angular_layer_gradient():
+    """angular_ste: same 1-bit forward; gradient through sign(z) with the hard-tanh window on the
+    standardised projections z = G x / |x| (and likewise for w)."""
+    d, n_rows = 6, 40
+    g = np.random.default_rng(3)
+    x, w = g.standard_normal(d), g.standard_normal(d)
+    ste = A.AngularLinear(d, 1, bias=False, nu=n_rows / d, centre="none", seed=2, gradient="ste")
+    ref = A.AngularLinear(d, 1, bias=False, nu=n_rows / d, centre="none", seed=2)
+    ste.weight.data = torch.tensor(w, dtype=torch.float32)[None]
+    ref.weight.data = ste.weight.data.clone()
+    ste.gain.data.fill_(1.3)
+    ref.gain.data.fill_(1.3)
+    xt = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+    y = ste(xt[None]).sum()
+    torch.testing.assert_close(y, ref(xt[None]).sum())
+    y.backward()
+    G = ste.G.double().numpy()
+    nx, nw = np.linalg.norm(x), np.linalg.norm(w)
+    zx, zw = G @ x / nx, G @ w / nw
+    jac_x = G / nx - np.outer(G @ x, x) / nx ** 3
+    jac_w = G / nw - np.outer(G @ w, w) / nw ** 3
+    c = 1.3 / n_rows
+    gx = c * ((np.sign(zw) * (np.abs(zx) <= 1))[:, None] * jac_x).sum(0)
+    gw = c * ((np.sign(zx) * (np.abs(zw) <= 1))[:, None] * jac_w).sum(0)
+    np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ste.weight.grad[0].numpy(), gw, rtol=1e-4, atol=1e-5)
 
 
 def test_centering_the_projection_centres_the_input():
@@ -246,6 +308,72 @@ def test_ste_sign_and_lsq():
     assert set(codes.tolist()) <= {-2.0, -1.0, 0.0, 1.0}
 
 
+def test_bnn_gradient_and_latent_clipping():
+    """BNN: y = sign(x) sign(W)^T + b without rescaling; dL/dx = (g sign(W)) 1[|x| <= 1],
+    dL/dW = (g^T sign(x)) 1[|W| <= 1]; clip_latent_weights keeps BNN weights in [-1, 1]."""
+    from neurips26.papers.angular_nets.baselines import BinaryLinear, clip_latent_weights
+
+    torch.manual_seed(0)
+    layer = BinaryLinear(5, 3)
+    layer.weight.data = torch.randn(3, 5) * 1.2
+    x = (torch.randn(4, 5) * 1.5).requires_grad_(True)
+    up = torch.randn(4, 3)
+    y = layer(x)
+    sx, sw = np.where(x.detach().numpy() >= 0, 1.0, -1.0), np.where(layer.weight.detach().numpy() >= 0, 1.0, -1.0)
+    np.testing.assert_allclose(y.detach().numpy(), sx @ sw.T + layer.bias.detach().numpy(), rtol=1e-6, atol=1e-6)
+    (y * up).sum().backward()
+    g = up.numpy()
+    np.testing.assert_allclose(x.grad.numpy(), (g @ sw) * (np.abs(x.detach().numpy()) <= 1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer.weight.grad.numpy(), (g.T @ sx) * (np.abs(layer.weight.detach().numpy()) <= 1),
+                               rtol=1e-5, atol=1e-6)
+    xnor = BinaryLinear(5, 3, xnor=True)
+    xnor.weight.data.fill_(3.0)
+    layer.weight.data.fill_(3.0)
+    clip_latent_weights(torch.nn.Sequential(layer, xnor))
+    assert float(layer.weight.max()) == 1.0 and float(xnor.weight.max()) == 3.0
+
+
+def test_xnor_gradient_matches_the_closed_form():
+    """y_o = beta(x) alpha_o sign(x) . sign(W_o), alpha_o = mean_j |W_oj|, beta = mean_j |x_j|:
+    the exact gradient of alpha and beta plus the hard-tanh STE through both signs."""
+    from neurips26.papers.angular_nets.baselines import BinaryLinear
+
+    torch.manual_seed(1)
+    d = 6
+    layer = BinaryLinear(d, 2, bias=False, xnor=True)
+    layer.weight.data = torch.randn(2, d) * 0.8
+    x = (torch.randn(1, d) * 1.3).requires_grad_(True)
+    up = torch.randn(1, 2)
+    (layer(x) * up).sum().backward()
+    xv, W, g = x.detach().numpy()[0], layer.weight.detach().numpy(), up.numpy()[0]
+    sx, sW = np.where(xv >= 0, 1.0, -1.0), np.where(W >= 0, 1.0, -1.0)
+    alpha, beta, dot = np.abs(W).mean(1), np.abs(xv).mean(), sW @ sx
+    gx = sum(g[o] * alpha[o] * (sx / d * dot[o] + beta * sW[o] * (np.abs(xv) <= 1)) for o in range(2))
+    gW = np.stack([g[o] * beta * (sW[o] / d * dot[o] + alpha[o] * sx * (np.abs(W[o]) <= 1)) for o in range(2)])
+    np.testing.assert_allclose(x.grad.numpy()[0], gx, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer.weight.grad.numpy(), gW, rtol=1e-5, atol=1e-6)
+
+
+def test_lsq_step_and_input_gradients_match_the_paper():
+    """LSQ (Esser et al. 2020, eq. 3): d v_hat / d s = -v/s + round(v/s) inside the range, -Q_n / Q_p
+    at the clip, times g = 1 / sqrt(N Q_p); N = one sample's features for activations, the
+    weight count for weights; d v_hat / d v = 1 inside, 0 outside."""
+    from neurips26.papers.angular_nets.baselines import LSQQuantizer
+
+    for per_sample in (True, False):
+        q = LSQQuantizer(2, signed=True, per_sample=per_sample)
+        q.initialised.fill_(True)
+        q.step.data.fill_(0.5)
+        v = torch.tensor([[-2.0, -0.6, 0.1, 0.34, 0.9, 3.0]] * 4, requires_grad=True)
+        q(v).sum().backward()
+        r = v.detach() / 0.5
+        inside = (r > -q.q_n) & (r < q.q_p)
+        ds = torch.where(inside, r.round() - r, torch.where(r <= -q.q_n, -float(q.q_n), float(q.q_p)))
+        n = 6 if per_sample else 24
+        assert abs(float(q.step.grad) - float(ds.sum()) / math.sqrt(n * q.q_p)) < 1e-5
+        torch.testing.assert_close(v.grad, inside.float())
+
+
 # ---------------------------------------------------------------- backbones train
 @pytest.mark.parametrize("backbone", ["resnet", "vit", "bert"])
 def test_backbones_train_and_loss_falls(backbone):
@@ -265,11 +393,11 @@ def test_backbones_train_and_loss_falls(backbone):
         info = {"channels": 3, "image_size": 8, "num_classes": 4}
     y = torch.as_tensor(y)
     for spec in (LayerSpec("fp"), LayerSpec("bnn", 1), LayerSpec("xnor", 1), LayerSpec("lsq", 2),
-                 LayerSpec("angular", 1), LayerSpec("angular", 2)):
+                 LayerSpec("angular", 1), LayerSpec("angular", 2), LayerSpec("angular_ste", 1)):
         model = build(backbone, spec, arch, info)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
         losses = []
-        for _ in range(25):
+        for _ in range(40):  # angular layers start at gain 1 (outputs in [-1, 1]): slower first steps
             loss = torch.nn.functional.cross_entropy(model(*inputs), y)
             opt.zero_grad()
             loss.backward()
@@ -293,6 +421,30 @@ def test_planted_gradient_vanishes_at_the_target():
     w_star, x, y = make_problem(16, 40, torch.Generator().manual_seed(0))
     assert g_gradient_norm(w_star, x, y) < 1e-5
     assert g_gradient_norm(torch.randn(16), x, y) > 1e-3
+
+
+def test_curvature_at_the_target_is_the_finite_difference_hessian_on_the_sphere():
+    from neurips26.papers.angular_nets.planted import curvature_at_target, expected_loss, make_problem
+
+    d = 6
+    w_star, x, y = make_problem(d, 30, torch.Generator().manual_seed(3))
+    x, y, u = x.double(), y.double(), (w_star / w_star.norm()).double()
+    q, _ = torch.linalg.qr(torch.cat([u[:, None], torch.randn(d, d - 1, dtype=torch.float64)], 1))
+    basis = q[:, 1:]  # orthonormal tangent basis at u*
+
+    def f(c):
+        v = u + basis @ c
+        return float(expected_loss(v / v.norm(), x, y))
+
+    h, H = 1e-4, np.zeros((d - 1, d - 1))
+    e = torch.eye(d - 1, dtype=torch.float64) * h
+    for a in range(d - 1):
+        for b in range(d - 1):
+            H[a, b] = (f(e[a] + e[b]) - f(e[a] - e[b]) - f(-e[a] + e[b]) + f(-e[a] - e[b])) / (4 * h * h)
+    assert abs(curvature_at_target(w_star, x) - np.linalg.eigvalsh(H).min()) < 1e-4
+    # fewer samples than tangent directions: a flat direction, so no trial can be under the condition
+    w_star, x, _ = make_problem(d, 3, torch.Generator().manual_seed(4))
+    assert curvature_at_target(w_star, x) < 1e-10
 
 
 # ---------------------------------------------------------------- loaders

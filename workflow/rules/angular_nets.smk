@@ -1,20 +1,64 @@
 # angular_nets: Angular Nets (low-bit angular layers, G-Gradient).
-# train (experiment x seed: every method on one backbone and data set) + planted -> figures
+# tune (learning-rate grid of the experiments in tune.variants) -> train (experiment x seed:
+# every method on one backbone and data set) + planted -> figures
 AN = "results/angular_nets"
 AN_FIGURES = ["accuracy_vs_bits", "accuracy_vs_nu", "planted_recovery"]
+
+
+def _an_tuned(wildcards):
+    """The tune output of an experiment whose learning rates are tuned (none otherwise)."""
+    tuned = config["angular_nets"].get("tune", {}).get("variants", [])
+    return [f"{AN}/tune/{wildcards.variant}/metrics.json"] if wildcards.variant in tuned else []
+
+
+def _an_tune_arg(wildcards, input):
+    return f"--input tune={Path(input.tune[0]).parent}" if input.tune else ""
+
+
+rule angular_nets_tune:
+    input:
+        data_paths("angular_nets", "cifar10_dir", "imagenet_dir", "glue_dir"),
+    output:
+        metrics=f"{AN}/tune/{{variant}}/metrics.json",
+    params:
+        cli=CLI,
+        args=paper_params("angular_nets", "methods", "angular", "data", "arch", "train", "tune"),
+        wildcards=wildcards_json,
+        code=code_stamp("angular_nets"),
+        out=folder_of("output", "metrics"),
+    log:
+        f"{AN}/logs/tune/{{variant}}.log",
+    benchmark:
+        f"{AN}/benchmarks/tune/{{variant}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **job_resources(
+            config["angular_nets"]["resources"]["train_mem_mb"],
+            config["angular_nets"]["resources"]["train_runtime_min"],
+            config["angular_nets"]["resources"]["train_gpus"],
+            training=True,
+        ),
+    shell:
+        "{resources.mpi} {params.cli} angular_nets tune --params {params.args:q}"
+        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule angular_nets_train:
     input:
         data_paths("angular_nets", "cifar10_dir", "imagenet_dir", "glue_dir"),
+        tune=_an_tuned,
     output:
         metrics=f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json",
     params:
         cli=CLI,
-        args=paper_params("angular_nets", "methods", "angular", "nu_study_method", "nu_values", "data", "arch", "train"),
+        args=paper_params("angular_nets", "methods", "angular", "nu_study_method", "nu_values",
+                          "nu_study_min_features", "data", "arch", "train"),
         wildcards=wildcards_json,
         code=code_stamp("angular_nets"),
         out=folder_of("output", "metrics"),
+        tune=_an_tune_arg,
     log:
         f"{AN}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -30,7 +74,7 @@ rule angular_nets_train:
             training=True,
         ),
     shell:
-        "{resources.mpi} {params.cli} angular_nets train --params {params.args:q}"
+        "{resources.mpi} {params.cli} angular_nets train --params {params.args:q} {params.tune}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 

@@ -1,7 +1,7 @@
 """Angular Nets: low-precision networks from angular geometry (angular_nets)."""
 
 TITLE = "Angular Nets: low-bit angular layers trained through the cosine geometry"
-STEPS = ("train", "planted", "figures")
+STEPS = ("tune", "train", "planted", "figures")
 
 IMAGE_SOURCES = {"shapes", "digits", "cifar10", "imagenet"}
 TOKEN_SOURCES = {"markers", "glue"}
@@ -28,6 +28,12 @@ def check_config(block: dict) -> list[str]:
     for name, m in methods.items():
         if m.get("method") == "lsq" and m.get("bits") not in (2, 3, 4, 8):
             problems.append(f"methods.{name}.bits: LSQ needs integer bits 2, 3, 4 or 8")
+    for name in block.get("tune", {}).get("variants", []):
+        if name not in variants:
+            problems.append(f"tune.variants: '{name}' is not defined under angular_nets.variants")
+    for name, m in methods.items():
+        if m.get("method") == "angular_ste" and m.get("bits", 1) != 1:
+            problems.append(f"methods.{name}.bits: angular_ste is 1-bit only")
     d = block.get("data", {})
     for key, source in (("cifar10_dir", "cifar10"), ("imagenet_dir", "imagenet"), ("glue_dir", "glue")):
         used = any(variants.get(n, {}).get("data") == source for n in block.get("run_variants", []))

@@ -1,8 +1,9 @@
 """Angular layers: low-bit random-feature estimators of the angular kernel, trained through
 the continuous cosine geometry (the G-Gradient).
 
-A layer keeps full-precision latent weights W (out x d) and a fixed random projection G
-(N = nu * d rows, a buffer). With x_c, w_c the centred input and weight row and
+A layer keeps full-precision latent weights W (out x d) and a random projection G
+(N = max(min_features, int(nu d)) rows, a buffer the training loop may redraw). With x_c, w_c
+the centred input and weight row (see `CENTRE_MODES`) and
 z_x = G x_c / |x_c|, z_w = G w_c / |w_c| (each entry standard normal for Gaussian G),
 the forward pass is the low-bit estimate
 
@@ -164,29 +165,62 @@ def centre_rows(t: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- layers
+CENTRE_MODES = ("sample", "patch", "none")
+GRADIENTS = ("g_gradient", "ste")
+
+
+def n_features(dim: int, nu: float, min_features: int = 0) -> int:
+    """N random features of a layer with input dimension d: max(min_features, int(nu d)), the
+    authors' rule (CIFAR `Conv2dGGM`: max(500, int(K N_scale)); `linearggm`: int(N_factor d))."""
+    return max(1, int(min_features), int(nu * dim))
+
+
+def _centre_mode(centre) -> str:
+    if centre is True:
+        return "patch"
+    if centre is False or centre is None:
+        return "none"
+    if centre not in CENTRE_MODES:
+        raise ValueError(f"angular centre must be one of {CENTRE_MODES}, got {centre!r}")
+    return centre
+
+
 class _AngularBase(nn.Module):
     def _setup(self, dim: int, out: int, nu: float, a_bits: float, w_bits: float, bias: bool,
-               centre: bool, projection_kind: str, seed: int):
+               centre, projection_kind: str, seed: int, min_features: int = 0, gain_init: float = 1.0,
+               gradient: str = "g_gradient"):
         self.dim, self.out_features, self.nu = dim, out, float(nu)
-        self.a_bits, self.w_bits, self.centre = float(a_bits), float(w_bits), bool(centre)
+        self.a_bits, self.w_bits, self.centre = float(a_bits), float(w_bits), _centre_mode(centre)
+        if gradient not in GRADIENTS:
+            raise ValueError(f"angular gradient must be one of {GRADIENTS}, got {gradient!r}")
+        if gradient == "ste" and (self.a_bits != 1 or self.w_bits != 1):
+            raise ValueError("the straight-through variant of an angular layer is 1-bit only")
+        self.gradient = gradient
         self.qa, self.qw = quantizer(a_bits), quantizer(w_bits)
-        self.n_rows = max(1, int(round(nu * dim)))
+        self.min_features = int(min_features)
+        self.n_rows = n_features(dim, nu, min_features)
         self.projection_kind, self.projection_seed = projection_kind, int(seed)
-        g = torch.Generator().manual_seed(int(seed))
-        G = projection(self.n_rows, dim, projection_kind, g)
-        # centring x is the same as centring the rows of G, since G (P x) = (G P) x for P = I - 11^T/d
-        self.register_buffer("G", centre_rows(G) if centre else G)
+        self.register_buffer("G", self._make_projection(int(seed)))
         self.scale = 1.0 / (self.n_rows * normaliser(self.a_bits, self.w_bits))
-        # K(rho) of a random direction is about (2 / pi) / sqrt(d): a gain of sqrt(d) gives outputs of
-        # order one, the scale the BNN baseline gets from its 1 / sqrt(d)
-        self.gain = nn.Parameter(torch.full((out,), math.sqrt(dim)))
+        self.gain = nn.Parameter(torch.full((out,), float(gain_init)))
         self.bias = nn.Parameter(torch.zeros(out)) if bias else None
         if self.a_bits != 1 or self.w_bits != 1:
             kernel_table(self.a_bits, self.w_bits)  # tabulate once, up front
 
+    def _make_projection(self, seed: int) -> torch.Tensor:
+        G = projection(self.n_rows, self.dim, self.projection_kind, torch.Generator().manual_seed(seed))
+        # patch centring: centring x is the same as centring the rows of G, since G (P x) = (G P) x
+        return centre_rows(G) if self.centre == "patch" else G
+
+    @torch.no_grad()
+    def resample_projection(self, round_index: int) -> None:
+        """Draw a fresh G (round r of the training loop's resampling), reproducible from the
+        layer's seed and r."""
+        self.G.copy_(self._make_projection(self.projection_seed + 1_000_003 * int(round_index)).to(self.G))
+
     def effective_weight(self) -> torch.Tensor:
         w = self.weight.flatten(1)
-        return centre_rows(w) if self.centre else w
+        return centre_rows(w) if self.centre == "patch" else w
 
     def weight_codes(self) -> torch.Tensor:
         """The stored low-bit weights: codes of q_w(G w_c / |w_c|), shape (N, out)."""
@@ -195,55 +229,76 @@ class _AngularBase(nn.Module):
         return quantize_codes(z, self.qw)
 
     def _combine(self, estimate, cosine, shape_fn):
-        surrogate = angular_kernel(cosine, self.a_bits, self.w_bits)
-        y = estimate.detach() + (surrogate - surrogate.detach())
+        if self.gradient == "ste":
+            y = estimate  # straight-through signs: the gradient came with the estimate
+        else:
+            surrogate = angular_kernel(cosine, self.a_bits, self.w_bits)
+            y = estimate.detach() + (surrogate - surrogate.detach())
         y = y * shape_fn(self.gain)
         if self.bias is not None:
             y = y + shape_fn(self.bias)
         return y
 
     def extra_repr(self):
-        return (f"dim={self.dim}, out={self.out_features}, N={self.n_rows} (nu={self.nu}), "
-                f"bits w{self.w_bits:g}/a{self.a_bits:g}, centre={self.centre}, G={self.projection_kind}")
+        return (f"dim={self.dim}, out={self.out_features}, N={self.n_rows} (nu={self.nu}, min {self.min_features}), "
+                f"bits w{self.w_bits:g}/a{self.a_bits:g}, centre={self.centre}, G={self.projection_kind}, "
+                f"gradient={self.gradient}")
+
+
+def _ste_sign(z: torch.Tensor) -> torch.Tensor:
+    from .baselines import sign_ste
+
+    return sign_ste(z)
 
 
 class AngularLinear(_AngularBase):
     """Drop-in for nn.Linear(in_features, out_features)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, nu: float = 1.0,
-                 a_bits: float = 1, w_bits: float = 1, centre: bool = True,
-                 projection_kind: str = "gaussian", seed: int = 0):
+                 a_bits: float = 1, w_bits: float = 1, centre="sample",
+                 projection_kind: str = "gaussian", seed: int = 0, min_features: int = 0,
+                 gain_init: float = 1.0, gradient: str = "g_gradient"):
         super().__init__()
         self.in_features = in_features
         self.weight = nn.Parameter(torch.empty(out_features, in_features))
         nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        self._setup(in_features, out_features, nu, a_bits, w_bits, bias, centre, projection_kind, seed)
+        self._setup(in_features, out_features, nu, a_bits, w_bits, bias, centre, projection_kind, seed,
+                    min_features, gain_init, gradient)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.effective_weight()
-        xc = centre_rows(x) if self.centre else x
+        # a linear layer's input vector is one sample (a token): "sample" and "patch" centre it alike
+        xc = centre_rows(x) if self.centre != "none" else x
         x_norm = (xc.square().sum(-1, keepdim=True) + 1e-6).sqrt()
         w_norm = w.norm(dim=1).clamp_min(1e-12)
+        G = self.G
+        if self.gradient == "ste":
+            zx = (xc @ G.T) / x_norm
+            zw = (w @ G.T) / w_norm[:, None]
+            return self._combine((_ste_sign(zx) @ _ste_sign(zw).T) * self.scale, None, lambda t: t)
         with torch.no_grad():
-            zx = (xc @ self.G.T) / x_norm
-            zw = (w @ self.G.T) / w_norm[:, None]
+            zx = (xc @ G.T) / x_norm
+            zw = (w @ G.T) / w_norm[:, None]
             estimate = (quantize(zx, self.qa) @ quantize(zw, self.qw).T) * self.scale
         cosine = (xc / x_norm) @ (w / w_norm[:, None]).T
         return self._combine(estimate, cosine, lambda t: t)
 
 
 class AngularConv2d(_AngularBase):
-    """Drop-in for nn.Conv2d: every receptive-field patch (d = C k k) is an input vector."""
+    """Drop-in for nn.Conv2d: every receptive-field patch (d = C k k) is an input vector.
+    centre="sample" subtracts each sample's mean over (C, H, W) before the patches are taken
+    (the authors' ImageNet `Conv2dGGM`); "patch" centres every patch and weight row."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding: int = 0, bias: bool = True, nu: float = 1.0, a_bits: float = 1,
-                 w_bits: float = 1, centre: bool = True, projection_kind: str = "gaussian", seed: int = 0):
+                 w_bits: float = 1, centre="sample", projection_kind: str = "gaussian", seed: int = 0,
+                 min_features: int = 0, gain_init: float = 1.0, gradient: str = "g_gradient"):
         super().__init__()
         self.in_channels, self.kernel_size, self.stride, self.padding = in_channels, kernel_size, stride, padding
         self.weight = nn.Parameter(torch.empty(out_channels, in_channels, kernel_size, kernel_size))
         nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         self._setup(in_channels * kernel_size ** 2, out_channels, nu, a_bits, w_bits, bias, centre,
-                    projection_kind, seed)
+                    projection_kind, seed, min_features, gain_init, gradient)
 
     def _conv(self, x, kernels):
         return F.conv2d(x, kernels.reshape(-1, self.in_channels, self.kernel_size, self.kernel_size),
@@ -251,20 +306,26 @@ class AngularConv2d(_AngularBase):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = self.dim
+        if self.centre == "sample":
+            x = x - x.mean(dim=(1, 2, 3), keepdim=True)
         w = self.effective_weight()
         w_norm = w.norm(dim=1).clamp_min(1e-12)
         ones = torch.ones(1, d, dtype=x.dtype, device=x.device)
-        patch_sum = self._conv(x, ones)
         patch_sq = self._conv(x * x, ones)
         # |x_c|^2 = |x|^2 - (sum x)^2 / d per patch
-        sq = patch_sq - patch_sum ** 2 / d if self.centre else patch_sq
+        sq = patch_sq - self._conv(x, ones) ** 2 / d if self.centre == "patch" else patch_sq
         x_norm = (sq.clamp_min(0) + 1e-6).sqrt()
+        if self.gradient == "ste":
+            zx = self._conv(x, self.G) / x_norm
+            zw = (w @ self.G.T) / w_norm[:, None]
+            estimate = (_ste_sign(zx).movedim(1, -1) @ _ste_sign(zw).T).movedim(-1, 1) * self.scale
+            return self._combine(estimate, None, lambda t: t.view(1, -1, 1, 1))
         with torch.no_grad():
-            zx = self._conv(x, self.G) / x_norm  # G has centred rows, so this is G x_c
+            zx = self._conv(x, self.G) / x_norm  # in patch mode G has centred rows: this is G x_c
             zw = (w @ self.G.T) / w_norm[:, None]
             qx = quantize(zx.movedim(1, -1), self.qa)
             estimate = (qx @ quantize(zw, self.qw).T).movedim(-1, 1) * self.scale
-        # x . w_c = x_c . w_c, since w_c sums to zero
+        # patch mode: x . w_c = x_c . w_c, since w_c sums to zero
         cosine = self._conv(x, w / w_norm[:, None]) / x_norm
         return self._combine(estimate, cosine, lambda t: t.view(1, -1, 1, 1))
 

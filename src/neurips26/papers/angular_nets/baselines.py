@@ -1,12 +1,16 @@
 """Baselines the paper compares angular layers to, on the same backbones and budgets.
 
-- BNN (Courbariaux et al. 2016): y = (sign(x) . sign(W)) / sqrt(d), straight-through sign
-  with the hard-tanh gradient 1[|v| <= 1] for both weights and activations.
+- BNN (Courbariaux et al. 2016): y = sign(x) . sign(W) (no rescaling: the BatchNorm or
+  LayerNorm that follows sets the scale), straight-through sign with the hard-tanh gradient
+  1[|v| <= 1] for both weights and activations, and the latent real weights clipped to
+  [-1, 1] after every update (`clip_latent_weights`).
 - XNOR-Net (Rastegari et al. 2016): y = beta(x) alpha_o (sign(x) . sign(W_o)), alpha_o = mean|W_o|,
   beta(x) = mean|x| over the input vector (per token / per patch), same straight-through sign.
 - LSQ (Esser et al. 2020): b-bit uniform quantizers with learned step sizes for weights
   (signed) and activations (signed, or unsigned after a ReLU), round with a straight-through
-  gradient and the step-size gradient scaled by 1 / sqrt(numel * Q_p).
+  gradient and the step-size gradient scaled by g = 1 / sqrt(N * Q_p), N the number of weights
+  of the layer for the weight step and the number of features of one sample (the input's
+  numel over its batch size) for the activation step, as in the LSQ paper.
 """
 
 from __future__ import annotations
@@ -49,14 +53,26 @@ class _Binary(nn.Module):
 
     xnor = False
 
+    @property
+    def clips_latent(self) -> bool:
+        """BNN keeps its real-valued latent weights in [-1, 1] (outside, the hard-tanh STE gives
+        them no gradient and they would never flip back); XNOR-Net does not clip."""
+        return not self.xnor
+
     def _binary_weight(self):
         wb = sign_ste(self.weight)
         if self.xnor:
             alpha = self.weight.abs().flatten(1).mean(1)
             wb = wb * alpha.view(-1, *([1] * (self.weight.dim() - 1)))
-        else:
-            wb = wb / math.sqrt(self.weight[0].numel())
         return wb
+
+
+@torch.no_grad()
+def clip_latent_weights(model: nn.Module) -> None:
+    """BNN's weight clipping, called after every optimiser step."""
+    for m in model.modules():
+        if isinstance(m, _Binary) and m.clips_latent:
+            m.weight.clamp_(-1.0, 1.0)
 
 
 class BinaryLinear(nn.Linear, _Binary):
@@ -92,9 +108,9 @@ class BinaryConv2d(nn.Conv2d, _Binary):
 class LSQQuantizer(nn.Module):
     """Learned-step-size quantizer: s * clip(round(v / s), -Q_n, Q_p)."""
 
-    def __init__(self, bits: int, signed: bool = True):
+    def __init__(self, bits: int, signed: bool = True, per_sample: bool = False):
         super().__init__()
-        self.bits, self.signed = int(bits), signed
+        self.bits, self.signed, self.per_sample = int(bits), signed, per_sample
         self.q_n = 2 ** (self.bits - 1) if signed else 0
         self.q_p = 2 ** (self.bits - 1) - 1 if signed else 2 ** self.bits - 1
         self.step = nn.Parameter(torch.tensor(1.0))
@@ -105,7 +121,8 @@ class LSQQuantizer(nn.Module):
             with torch.no_grad():  # LSQ init: 2 mean|v| / sqrt(Q_p)
                 self.step.copy_(2 * v.abs().mean() / math.sqrt(self.q_p) + 1e-8)
                 self.initialised.fill_(True)
-        g = 1.0 / math.sqrt(v.numel() * self.q_p)
+        features = v[0].numel() if self.per_sample else v.numel()  # activations: one sample's features
+        g = 1.0 / math.sqrt(features * self.q_p)
         s = grad_scale(self.step, g)
         return round_ste((v / s).clamp(-self.q_n, self.q_p)) * s
 
@@ -114,7 +131,7 @@ class LSQLinear(nn.Linear):
     def __init__(self, in_features, out_features, bias=True, bits=2, signed_input=True):
         super().__init__(in_features, out_features, bias)
         self.bits = bits
-        self.weight_q, self.input_q = LSQQuantizer(bits, True), LSQQuantizer(bits, signed_input)
+        self.weight_q, self.input_q = LSQQuantizer(bits, True), LSQQuantizer(bits, signed_input, per_sample=True)
 
     def forward(self, x):
         return F.linear(self.input_q(x), self.weight_q(self.weight), self.bias)
@@ -125,7 +142,7 @@ class LSQConv2d(nn.Conv2d):
                  signed_input=True):
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding, bias=bias)
         self.bits = bits
-        self.weight_q, self.input_q = LSQQuantizer(bits, True), LSQQuantizer(bits, signed_input)
+        self.weight_q, self.input_q = LSQQuantizer(bits, True), LSQQuantizer(bits, signed_input, per_sample=True)
 
     def forward(self, x):
         return F.conv2d(self.input_q(x), self.weight_q(self.weight), self.bias, self.stride, self.padding)

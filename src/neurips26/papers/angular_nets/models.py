@@ -15,7 +15,11 @@ import torch.nn.functional as F
 from .angular import AngularConv2d, AngularLinear
 from .baselines import BinaryConv2d, BinaryLinear, LSQConv2d, LSQLinear
 
-METHODS = ("fp", "bnn", "xnor", "lsq", "angular")
+METHODS = ("fp", "bnn", "xnor", "lsq", "angular", "angular_ste")
+# angular_ste: the angular W1/A1 forward (signs of the same fp projections G x and G w), trained
+# with a straight-through sign instead of the G-Gradient: the STE baseline that binarises the
+# same tensors as the 1-bit angular layer.
+ANGULAR = ("angular", "angular_ste")
 
 
 @dataclass
@@ -28,16 +32,18 @@ class LayerSpec:
     a_bits: float | None = None
     nu: float = 1.0
     projection: str = "gaussian"
-    centre: bool = True
+    centre: str = "sample"
     seed: int = 0
+    min_features: int = 0
+    gain_init: float = 1.0
 
     @property
     def weight_bits(self) -> float:
-        return 32.0 if self.method == "fp" else (1.0 if self.method in ("bnn", "xnor") else float(self.bits))
+        return 32.0 if self.method == "fp" else (1.0 if self.method in ("bnn", "xnor", "angular_ste") else float(self.bits))
 
     @property
     def activation_bits(self) -> float:
-        if self.method == "angular":
+        if self.method in ANGULAR:
             return float(self.a_bits if self.a_bits is not None else self.bits)
         return self.weight_bits
 
@@ -53,7 +59,8 @@ class LayerFactory:
         s = self.spec
         self.count += 1  # a fresh projection per layer, reproducible from the spec's seed
         return dict(nu=s.nu, a_bits=s.activation_bits, w_bits=s.weight_bits, centre=s.centre,
-                    projection_kind=s.projection, seed=s.seed * 1000 + self.count)
+                    projection_kind=s.projection, seed=s.seed * 1000 + self.count, min_features=s.min_features,
+                    gain_init=s.gain_init, gradient="ste" if s.method == "angular_ste" else "g_gradient")
 
     def linear(self, d_in, d_out, bias=True, signed_input=True):
         m = self.spec.method

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from neurips26.core import claims, io, plotting, tracking
 from neurips26.core.seeding import generator
-from neurips26.core.trainer import fit, make_trainer
+from neurips26.core.trainer import fit, make_trainer, train_loader
 
 from .claims import claim_rows
 
@@ -97,14 +97,41 @@ def load_data(source: str, d: dict) -> tuple[torch.utils.data.Dataset, tuple, di
 
 
 # ---------------------------------------------------------------- training
-def classifier_module(model, t: dict, tag: str):
+def resample_rounds(steps: int, every: float, until: float) -> dict[int, int]:
+    """step -> resampling round: G is redrawn every `every` x steps (a share of training) while
+    the step is below `until` x steps, never at step 0 (the authors' TinyImageNet/ImageNet loop:
+    every 5 epochs over the first 60% of a 100-epoch run; every <= 0 turns it off)."""
+    if every <= 0:
+        return {}
+    period = max(1, round(every * steps))
+    return {s: s // period for s in range(period, steps, period) if s < until * steps}
+
+
+def classifier_module(model, t: dict, tag: str, lr: float | None = None, resample: dict | None = None):
     import lightning as L
+
+    from .angular import _AngularBase
+    from .baselines import clip_latent_weights
+
+    rounds = resample_rounds(t["steps"], *(resample or (0.0, 0.0)))
+    lr = t["lr"] if lr is None else lr
 
     class Classifier(L.LightningModule):
         def __init__(self):
             super().__init__()
             self.model = model
             self.losses: list[float] = []
+
+        def on_train_batch_start(self, batch, batch_idx):
+            # G is a buffer, so a resumed run continues with the G of its checkpoint
+            r = rounds.get(self.global_step)
+            if r is not None:
+                for m in self.model.modules():
+                    if isinstance(m, _AngularBase):
+                        m.resample_projection(r)
+
+        def on_train_batch_end(self, outputs, batch, batch_idx):
+            clip_latent_weights(self.model)  # BNN only; after the optimiser step
 
         def training_step(self, batch, batch_idx):
             *inputs, y = batch
@@ -121,7 +148,7 @@ def classifier_module(model, t: dict, tag: str):
             self.losses = list(checkpoint.get("train_losses", []))
 
         def configure_optimizers(self):
-            opt = torch.optim.AdamW(self.parameters(), lr=t["lr"], weight_decay=t["weight_decay"])
+            opt = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=t["weight_decay"])
             warm, total = t["warmup_steps"], t["steps"]
 
             def factor(step):
@@ -150,58 +177,110 @@ def correct_per_example(model, test: tuple, batch_size: int = 500) -> list[int]:
     return correct
 
 
-def method_spec(name: str, settings: dict, angular: dict, seed: int, nu: float | None = None):
+def method_spec(name: str, settings: dict, angular: dict, seed: int, nu: float | None = None,
+                min_features: int | None = None):
     from .models import LayerSpec
 
     return LayerSpec(method=settings["method"], bits=settings.get("bits", 32 if settings["method"] == "fp" else 1),
                      a_bits=settings.get("a_bits"), nu=nu if nu is not None else settings.get("nu", angular["nu"]),
-                     projection=angular["projection"], centre=angular["centre"], seed=seed)
+                     projection=angular["projection"], centre=angular["centre"], seed=seed,
+                     min_features=angular["min_features"] if min_features is None else min_features,
+                     gain_init=angular["gain_init"])
 
 
-def train_one(name, spec, backbone, params, train_set, test, info, out: Path) -> dict:
-    from .models import build
+def train_one(name, spec, backbone, params, train_set, test, info, out: Path, lr: float | None = None) -> dict:
+    from .models import ANGULAR, build
     from .storage import storage_bytes
 
-    t, seed = params["train"], params["seed"]
+    t, seed, a = params["train"], params["seed"], params["angular"]
     torch.manual_seed(seed * 7919 + sum(map(ord, name)))  # the same init stream for a name and seed
     model = build(backbone, spec, params["arch"][backbone], info)
-    module = classifier_module(model, t, name)
-    loader = torch.utils.data.DataLoader(train_set, batch_size=t["batch_size"], shuffle=True, drop_last=True,
-                                         generator=generator(seed), num_workers=t["num_workers"])
-    run_params = {**params, "method": name, "nu": spec.nu, "code": _code_hash()}
+    module = classifier_module(model, t, name, lr, (a["resample_every"], a["resample_until"]))
+    run_params = {**params, "method": name, "nu": spec.nu, "lr": lr, "code": _code_hash()}
     trainer, resume = make_trainer(out / name, run_params, t["steps"], checkpoint_every=t["steps"],
                                    log_every_n_steps=max(1, t["steps"] // 10))
+    loader = train_loader(trainer, train_set, t["batch_size"], generator(seed), num_workers=t["num_workers"],
+                          key="angular_nets.train.batch_size")
     fit(trainer, module, loader, resume)
     correct = correct_per_example(model, test)
     acc = sum(correct) / len(correct)
     k = max(1, len(module.losses) // 10)
+    n_rows = sorted({m.n_rows for m in model.modules() if hasattr(m, "n_rows")})
     result = {"accuracy": acc, "correct": correct, "weight_bits": spec.weight_bits, "activation_bits": spec.activation_bits,
-              "nu": spec.nu if spec.method == "angular" else None, "storage_bytes": storage_bytes(model),
+              "nu": spec.nu if spec.method in ANGULAR else None, "features": n_rows or None,
+              "lr": t["lr"] if lr is None else lr, "storage_bytes": storage_bytes(model),
+              "global_zero": bool(trainer.is_global_zero),
               "loss_start": float(np.mean(module.losses[:k])) if module.losses else None,
               "loss_end": float(np.mean(module.losses[-k:])) if module.losses else None}
     tracking.active().log_metrics({f"{name}/test_accuracy": acc, f"{name}/storage_bytes": result["storage_bytes"]})
-    print(f"{name}: accuracy {acc:.4f}  storage {result['storage_bytes'] / 1e6:.4f} MB", flush=True)
+    print(f"{name}: lr {result['lr']:g}  accuracy {acc:.4f}  storage {result['storage_bytes'] / 1e6:.4f} MB", flush=True)
     return result
 
 
-def train(params, inputs, out: Path):
-    """Every method of one experiment for one seed; metrics.json holds their test accuracy."""
+def _methods(params) -> list[str]:
     v = params["variant_settings"]
-    backbone, methods = v["backbone"], v.get("methods") or list(params["methods"])
+    return v.get("methods") or list(params["methods"])
+
+
+def tune(params, inputs, out: Path):
+    """The learning-rate grid `tune.lrs` for every method of one experiment, each trained as in
+    `train` on the training set less its last `tune.validation_share` and scored on that held-out
+    part (never on the test set); metrics.json names each method's best rate."""
+    v, tcfg = params["variant_settings"], params["tune"]
+    params = {**params, "seed": tcfg["seed"]}
+    train_set, _, info = load_data(v["data"], {**params["data"], "seed": data_seed(params["data"], tcfg["seed"])})
+    n_val = int(round(len(train_set) * tcfg["validation_share"]))
+    if not 0 < n_val < len(train_set):
+        raise ValueError(f"config key 'angular_nets.tune.validation_share': {tcfg['validation_share']} leaves no "
+                         f"training or validation examples out of {len(train_set)}")
+    fit_set = torch.utils.data.Subset(train_set, range(len(train_set) - n_val))
+    val = tuple(torch.stack([train_set[i][j] for i in range(len(train_set) - n_val, len(train_set))])
+                for j in range(len(train_set[0])))
+    grid, zero = {}, True
+    for name in _methods(params):
+        spec = method_spec(name, params["methods"][name], params["angular"], tcfg["seed"])
+        grid[name] = {}
+        for lr in tcfg["lrs"]:
+            r = train_one(f"{name}_lr{lr:g}", spec, v["backbone"], params, fit_set, val, info, out / "runs", lr=lr)
+            grid[name][f"{lr:g}"] = r["accuracy"]
+            zero = r["global_zero"]
+    # ties go to the first rate of the grid
+    best = {n: float(max(tcfg["lrs"], key=lambda lr: (g[f"{lr:g}"], -tcfg["lrs"].index(lr)))) for n, g in grid.items()}
+    if zero:
+        io.write_json(out / "metrics.json", {"experiment": params["variant"], "seed": tcfg["seed"],
+                                             "validation_size": n_val, "validation_accuracy": grid, "best_lr": best})
+    return [out / "metrics.json"]
+
+
+def train(params, inputs, out: Path):
+    """Every method of one experiment for one seed; metrics.json holds their test accuracy.
+    With a `tune` input each method trains at its tuned learning rate."""
+    v = params["variant_settings"]
+    backbone, methods = v["backbone"], _methods(params)
+    best_lr = io.read_json(inputs["tune"] / "metrics.json")["best_lr"] if inputs.get("tune") else {}
+    missing = [n for n in methods if best_lr and n not in best_lr]
+    if missing:
+        raise ValueError(f"input 'tune' ({inputs['tune']}) has no learning rate for {missing}")
     train_set, test, info = load_data(v["data"], {**params["data"], "seed": data_seed(params["data"], params["seed"])})
     results = {}
     for name in methods:
         spec = method_spec(name, params["methods"][name], params["angular"], params["seed"])
-        results[name] = train_one(name, spec, backbone, params, train_set, test, info, out)
+        results[name] = train_one(name, spec, backbone, params, train_set, test, info, out, lr=best_lr.get(name))
     nu_study = {}
     if v.get("nu_study"):
         base = params["nu_study_method"]
         for nu in params["nu_values"]:
-            spec = method_spec(base, params["methods"][base], params["angular"], params["seed"], nu=nu)
-            if spec.nu == results.get(base, {}).get("nu"):
-                nu_study[f"{nu:g}"] = results[base]
+            # the study's axis is nu itself: N = int(nu d), without the floor of the default layers
+            spec = method_spec(base, params["methods"][base], params["angular"], params["seed"], nu=nu,
+                               min_features=params["nu_study_min_features"])
+            same = method_spec(base, params["methods"][base], params["angular"], params["seed"])
+            if base in results and (spec.nu, spec.min_features) == (same.nu, same.min_features):
+                nu_study[f"{nu:g}"] = dict(results[base])  # the experiment's own run
             else:
-                nu_study[f"{nu:g}"] = train_one(f"{base}_nu{nu:g}", spec, backbone, params, train_set, test, info, out)
+                nu_study[f"{nu:g}"] = train_one(f"{base}_nu{nu:g}", spec, backbone, params, train_set, test, info,
+                                                out, lr=best_lr.get(base))
+    if not all(r.pop("global_zero", True) for r in [*results.values(), *nu_study.values()]):
+        return []  # outputs are rank 0's
     io.write_json(out / "metrics.json", {"experiment": params["variant"], "seed": params["seed"],
                                          "backbone": backbone, "data": v["data"], "methods": results,
                                          "nu_study": nu_study, "nu_study_method": params["nu_study_method"],
@@ -215,8 +294,8 @@ def planted(params, inputs, out: Path):
     from .planted import PlantedTrials, lightning_module
 
     p = params["planted"]
-    trials = PlantedTrials(p["dim"], p["sample_sizes"], p["trials"], p["nu"], p["seed"])
-    module = lightning_module(trials, p["lr"], p["steps"])
+    trials = PlantedTrials(p["dim"], p["sample_sizes"], p["trials"], p["nu"], p["seed"], p["condition_margin"])
+    module = lightning_module(trials, p["lr"], p["steps"], p["resample"])
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(1)), batch_size=1)
     trainer, resume = make_trainer(out, {**params, "code": _code_hash()}, p["steps"], checkpoint_every=p["steps"],
                                    log_every_n_steps=max(1, p["steps"] // 10))
@@ -224,15 +303,18 @@ def planted(params, inputs, out: Path):
     rows = trials.results()
     rate = {str(n): float(np.mean([r["recovered"] for r in rows if r["n"] == n])) for n in p["sample_sizes"]}
     tracking.active().log_metrics({f"planted/recovery_n{n}": r for n, r in rate.items()})
+    if not trainer.is_global_zero:
+        return []
     io.write_json(out / "metrics.json", {"trials": rows, "recovery_rate": rate, "dim": p["dim"],
-                                         "grad_threshold": p["grad_threshold"],
-                                         "claim_min_samples": p["claim_min_samples"]})
+                                         "condition_margin": p["condition_margin"]})
     return [out / "metrics.json"]
 
 
 # ---------------------------------------------------------------- figures
-COLOURS = {"fp": "#444444", "bnn": "#1f77b4", "xnor": "#2ca02c", "lsq": "#9467bd", "angular": "#d62728"}
-LABELS = {"fp": "full precision", "bnn": "BNN (STE sign)", "xnor": "XNOR-Net", "lsq": "LSQ", "angular": "Angular (ours)"}
+COLOURS = {"fp": "#444444", "bnn": "#1f77b4", "xnor": "#2ca02c", "lsq": "#9467bd", "angular": "#d62728",
+           "angular_ste": "#ff7f0e"}
+LABELS = {"fp": "full precision", "bnn": "BNN (STE sign)", "xnor": "XNOR-Net", "lsq": "LSQ",
+          "angular": "Angular (A after an fp projection)", "angular_ste": "STE on the same projected signs"}
 
 
 def _vals(runs, method, key="accuracy"):
@@ -257,7 +339,7 @@ def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict) -> dict:
         experiments[e] = {"methods": methods, "nu_study": nu_study, "data_fixed": bool(first.get("data_fixed")),
                           "data": first["data"]}
     return {"experiments": experiments,
-            "planted": {k: planted_m[k] for k in ("trials", "grad_threshold", "claim_min_samples")}}
+            "planted": {k: planted_m[k] for k in ("trials", "condition_margin")}}
 
 
 def figures(params, inputs, out: Path):
@@ -313,7 +395,7 @@ def figures(params, inputs, out: Path):
     plotting.save(fig, figdir / "accuracy_vs_nu.png")
 
     # planted model
-    trials, thr = planted_m["trials"], planted_m["grad_threshold"]
+    trials = planted_m["trials"]
     sizes = sorted({t["n"] for t in trials})
     fig, axes = plotting.figure(ncols=2)
     ax = axes[0, 0]
@@ -324,16 +406,29 @@ def figures(params, inputs, out: Path):
     ax.set_ylabel("exact recovery rate of w*")
     ax.set_title("planted model: recovery vs sample size")
     ax.legend()
+    # the share recovered across the condition: trials binned by G-gradient norm / threshold
     ax = axes[0, 1]
-    for rec, colour, label in ((True, "#2ca02c", "recovered"), (False, "#d62728", "not recovered")):
-        pts = [t for t in trials if t["recovered"] == rec]
-        ax.scatter([t["n"] for t in pts], [t["g_gradient_norm"] for t in pts], s=12, color=colour, label=label, alpha=0.7)
-    ax.axhline(thr, color="#888888", ls="--", lw=1, label=f"threshold {thr:g}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("samples n")
-    ax.set_ylabel("final G-gradient norm |w| |grad Lbar|")
-    ax.set_title("planted model: gradient norm reached")
+    ratios = np.array([t["g_gradient_norm"] / t["threshold"] if t["threshold"] > 0 else np.inf for t in trials])
+    rec = np.array([t["recovered"] for t in trials], dtype=float)
+    finite = np.isfinite(ratios)
+    if finite.any():
+        lo, hi = np.log10(ratios[finite].min()), np.log10(ratios[finite].max())
+        edges = np.logspace(min(lo, -0.5), max(hi, 0.5) + 1e-9, 9)
+        idx = np.digitize(ratios[finite], edges) - 1
+        centres = np.sqrt(edges[:-1] * edges[1:])
+        share = [(centres[b], rec[finite][idx == b].mean(), int((idx == b).sum())) for b in range(len(centres))
+                 if (idx == b).any()]
+        ax.plot([c for c, _, _ in share], [m for _, m, _ in share], "o-", color=COLOURS["angular"],
+                label="share recovered (bin)")
+        for c, m, k in share:
+            ax.annotate(str(k), (c, m), textcoords="offset points", xytext=(0, 5), fontsize=7, ha="center")
+        ax.scatter(ratios[finite], rec[finite] + np.where(rec[finite] > 0, 0.03, -0.03), s=8, color="#888888",
+                   alpha=0.5, label="trials (jittered)")
+        ax.set_xscale("log")
+    ax.axvline(1.0, color="#444444", ls="--", lw=1, label="condition: norm < threshold (left)")
+    ax.set_xlabel("final G-gradient norm / the trial's threshold  margin lambda_min(H*) / sqrt(d)")
+    ax.set_ylabel("exact recovery (share)")
+    ax.set_title(f"planted model: recovery across the condition ({int((~finite).sum())} trials with lambda_min = 0 left out)")
     ax.legend()
     plotting.save(fig, figdir / "planted_recovery.png")
 
