@@ -3,7 +3,7 @@ against start-up, and the critical path.
 
     python benchmarks/dag_profile.py [--configfile config/smoke.yaml] [--markdown]
 
-Reads every job's `benchmark:` file (wall seconds `s`) and its `log:` (the CLI's closing line
+Reads every job's `benchmark:` file (wall seconds `s`, CPU seconds `cpu_time`) and its `log:` (the CLI's closing line
 "done in X s" is the time inside the step; the rest of the job is interpreter start-up and
 imports). Rules and their file patterns come from the workflow itself (Snakemake's API), the
 rule dependencies from `snakemake --forceall --d3dag`. The critical path is computed on the rule
@@ -78,13 +78,15 @@ def jobs(rules: dict) -> list[dict]:
             lines = path.read_text().splitlines()
             if len(lines) < 2:
                 continue
-            seconds = float(dict(zip(lines[0].split("\t"), lines[-1].split("\t")))["s"])
+            row = dict(zip(lines[0].split("\t"), lines[-1].split("\t")))
+            seconds = float(row["s"])
             step = float("nan")
             if log:
                 log_path = ROOT / re.sub(r"\{([^{},]+)(,[^{}]*)?\}", lambda w: m.group(w.group(1).strip()), log)
                 found = DONE.findall(log_path.read_text()) if log_path.exists() else []
                 step = float(found[-1]) if found else float("nan")
-            out.append({"rule": rule, "wildcards": m.groupdict(), "seconds": seconds, "step": step})
+            out.append({"rule": rule, "wildcards": m.groupdict(), "seconds": seconds, "step": step,
+                        "cpu": float(row.get("cpu_time") or "nan")})
     return out
 
 
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         raise SystemExit("dag_profile: no benchmark files under results/: run the DAG first")
     papers = [*available(), *SHARED]
-    per_paper: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0, "step": 0.0})
+    per_paper: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0, "step": 0.0, "cpu": 0.0})
     per_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0, "step": 0.0, "max": 0.0})
     for j in found:
         step = j["step"] if j["step"] == j["step"] else j["seconds"]
@@ -133,19 +135,23 @@ def main(argv: list[str] | None = None) -> int:
             table[key]["jobs"] += 1
             table[key]["seconds"] += j["seconds"]
             table[key]["step"] += step
+        per_paper[paper_of(j["rule"], papers)]["cpu"] += j["cpu"] if j["cpu"] == j["cpu"] else 0.0
         per_rule[j["rule"]]["max"] = max(per_rule[j["rule"]]["max"], j["seconds"])
     total = sum(v["seconds"] for v in per_paper.values())
     total_step = sum(v["step"] for v in per_paper.values())
     length, path = critical_path(rule_edges(args.configfile), {r: v["max"] for r, v in per_rule.items()})
     bound = max(length, total / args.cores)
 
-    head = ["| paper | jobs | job time (s) | inside steps (s) | start-up per job (s) | share |", "|---|---|---|---|---|---|"]
+    total_cpu = sum(v["cpu"] for v in per_paper.values())
+    head = ["| paper | jobs | job time (s) | inside steps (s) | start-up per job (s) | CPU time (s) | share |",
+            "|---|---|---|---|---|---|---|"]
     body = [f"| {p} | {v['jobs']} | {v['seconds']:.0f} | {v['step']:.0f} | {(v['seconds'] - v['step']) / v['jobs']:.1f} | "
-            f"{v['seconds'] / total:.0%} |" for p, v in sorted(per_paper.items(), key=lambda kv: -kv[1]["seconds"])]
+            f"{v['cpu']:.0f} | {v['seconds'] / total:.0%} |" for p, v in sorted(per_paper.items(), key=lambda kv: -kv[1]["seconds"])]
     foot = [f"| all | {sum(v['jobs'] for v in per_paper.values())} | {total:.0f} | {total_step:.0f} | "
-            f"{(total - total_step) / max(len(found), 1):.1f} | 100% |"]
+            f"{(total - total_step) / max(len(found), 1):.1f} | {total_cpu:.0f} | 100% |"]
     summary = (f"Critical path {length / 60:.1f} min ({' -> '.join(path)}); on {args.cores} cores the run "
-               f"lasts at least {bound / 60:.1f} min.")
+               f"lasts at least {bound / 60:.1f} min. CPU time is that of the job's processes: other work on "
+               "the machine stretches job time, not CPU time.")
     if args.markdown:
         print("\n".join(head + body + foot))
         print()
