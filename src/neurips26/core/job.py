@@ -21,10 +21,14 @@ SHARED_CODE = ("core", "data")
 
 
 def code_stamp(paper: str) -> str:
-    """Hash of the code a paper's steps run (core/, data/ and its own package)."""
+    """Hash of the code a paper's steps run: core/, data/, the shared step groups (papers use
+    their functions, e.g. the LM pretraining of lm_assets) and the paper's own package."""
+    from ..papers import SHARED
+
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for folder in (*SHARED_CODE, f"papers/{paper}"):
+    groups = [f"papers/{g}" for g in SHARED if g != paper]
+    for folder in (*SHARED_CODE, *groups, f"papers/{paper}"):
         for path in sorted((root / folder).rglob("*.py")):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())

@@ -222,7 +222,8 @@ def cross_source(params, inputs, out: Path):
     and the source model (the shared source's spec, `cross_tokenizer.train` overriding its training)
     pretrained with it through the shared pretraining step. Merging it into the target exercises
     the cross-tokenizer path: activations paired by words, vocabulary matrices not fused."""
-    from neurips26.core import lm, lm_assets
+    from neurips26.core import lm
+    from neurips26.papers.lm_assets import steps as lm_assets
     from neurips26.data import lm_corpora
 
     ct = params["cross_tokenizer"]
