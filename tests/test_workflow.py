@@ -192,7 +192,8 @@ def test_smoke_dag_twice_gives_identical_metrics(smoke, tmp_path):
 
 # the rules that run on GPUs at paper scale, and how many each asks for (config/paper.yaml)
 PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_evaluate": 1, "crl_spectral_train": 1, "angular_nets_train": 1,
-                   "apexphys_train": 1, "embed_merge_train": 1, "embed_merge_merge": 1, "bdc_merge_run": 1}
+                   "angular_nets_tune": 1, "apexphys_train": 1, "apexphys_tune": 1, "embed_merge_train": 1,
+                   "embed_merge_merge": 1, "bdc_merge_run": 1}
 
 
 def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
@@ -213,8 +214,8 @@ def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
             # one rank per GPU, made by SLURM (--ntasks-per-node), not by --ntasks
             assert res.get("tasks_per_node") == (str(gpus) if gpus > 1 else None), (rule, res)
             assert "tasks" not in res, (rule, res)
-            # training rules ask for the warning signal before their time limit
-            assert (res.get("slurm_extra") == "--signal=USR1@90") == rule.endswith("_train"), (rule, res)
+            # training rules (and the tuning runs that train) ask for the warning signal before their time limit
+            assert (res.get("slurm_extra") == "--signal=USR1@90") == rule.endswith(("_train", "_tune")), (rule, res)
     for rule, resources in jobs.items():
         if rule not in PAPER_GPU_RULES:
             for res in resources:
