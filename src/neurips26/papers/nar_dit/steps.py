@@ -429,7 +429,7 @@ def _size_figure(study, fd_name, scale, path):
     ax.set_xscale("log")
     ax.set_xlabel("parameters")
     ax.set_ylabel(f"routed / DiT - 1 in final {fd_name} (< 0: routing pays)")
-    ax.set_title("routing's relative deficit against size (dots: seeds; dotted: extrapolated)")
+    ax.set_title("routed / DiT - 1 against size (dots: seeds; dotted: extrapolated)")
     ax.legend(fontsize=7)
     plotting.save(fig, path)
 
