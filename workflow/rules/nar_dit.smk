@@ -165,10 +165,10 @@ rule nar_dit_size:
         ENV
     threads: THREADS
     resources:
-        mem_mb=ND_RES["train_mem_mb"],
-        runtime=ND_RES["train_runtime_min"],
+        # the training rule's machine; the job trains (and samples from) every regime x seed in turn
+        **job_resources(ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"], training=True),
     shell:
-        "{params.cli} nar_dit size --params {params.args:q} --input data={params.data}"
+        "{resources.mpi} {params.cli} nar_dit size --params {params.args:q} --input data={params.data}"
         " --input classifier={params.classifier} --out {params.out} --threads {threads}"
         " --wildcards {params.wildcards:q} > {log} 2>&1"
 
