@@ -1,6 +1,8 @@
 """nar_dit: the DiT, token routing, noise-aware ratios, FLOP counts and FD_cls, each checked
 against something that does not share its code."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -181,3 +183,109 @@ def test_latent_folder_reads_the_extracted_feature_layout(tmp_path):
     assert torch.equal(x, torch.from_numpy(arrays[2][0])) and int(y) == 14
     with pytest.raises(FileNotFoundError, match="labels_dir"):
         LatentFolder(feats, tmp_path / "missing")
+
+
+# ---------------------------------------------------------------- classifier-free guidance
+class _TwoHeads(torch.nn.Module):
+    """A velocity that depends on the label: v = x * (1 + y) + t, the null class included."""
+
+    cfg = small_cfg()
+
+    def forward(self, x, t, y, *args, **kwargs):
+        return x * (1 + y.view(-1, 1, 1, 1).to(x.dtype)) + t.view(-1, 1, 1, 1)
+
+
+def test_guidance_at_scale_one_is_the_conditional_prediction():
+    from neurips26.papers.nar_dit.diffusion import guided_velocity
+
+    model = randomize_adaln(DiT(small_cfg())).eval()
+    x, t, y = torch.randn(3, 3, 8, 8), torch.rand(3), torch.tensor([0, 4, 9])
+    torch.testing.assert_close(guided_velocity(model, x, t, y, 1.0), model(x, t, y))
+
+
+@pytest.mark.parametrize("scale", [0.0, 1.5, 4.0])
+def test_guidance_mixes_conditional_and_null_predictions_in_closed_form(scale):
+    """v_u + s (v_c - v_u) with v_c = x (1 + y) + t and v_u = x (1 + 10) + t (null class 10):
+    x (11 + s (y - 10)) + t."""
+    from neurips26.papers.nar_dit.diffusion import guided_velocity
+
+    x, t, y = torch.randn(3, 3, 8, 8), torch.rand(3), torch.tensor([0, 4, 9])
+    expected = x * (11 + scale * (y - 10.0)).view(-1, 1, 1, 1) + t.view(-1, 1, 1, 1)
+    torch.testing.assert_close(guided_velocity(_TwoHeads(), x, t, y, scale), expected)
+
+
+def test_guided_sampler_integrates_the_mixed_velocity():
+    """Euler with the guided velocity of a linear model matches the same Euler steps written out."""
+    from neurips26.papers.nar_dit.diffusion import sample
+
+    y, noise = torch.tensor([2, 7]), torch.randn(2, 3, 8, 8)
+    out = sample(_TwoHeads(), y, noise, steps=3, method="euler", cfg_scale=2.0)
+    x = noise.clone()
+    ts = [1.0, 2 / 3, 1 / 3, 0.0]
+    for a, b in zip(ts[:-1], ts[1:]):
+        x = x + (b - a) * (x * (11 + 2.0 * (y - 10.0)).view(-1, 1, 1, 1) + a)
+    torch.testing.assert_close(out, x)
+
+
+# ---------------------------------------------------------------- size study plumbing
+def test_size_params_override_only_the_size_and_its_training_length():
+    from neurips26.papers.nar_dit.steps import size_params
+
+    params = {"size": "s", "model": {"depth": 6, "hidden": 96, "heads": 4, "patch": 4},
+              "train": {"steps": 800, "eval_every": 100, "checkpoint_every": 500, "warmup_steps": 50,
+                        "route_start": 1, "route_end": -2},
+              "evaluate": {"samples": 300, "guided_scale": 1.5},
+              "size_study": {"sizes": [{"name": "xs", "depth": 3, "hidden": 32, "heads": 2, "steps": 200},
+                                       {"name": "s", "depth": 4, "hidden": 64, "heads": 4, "steps": 400}]}}
+    p = size_params(params)
+    assert p["model"] == {"depth": 4, "hidden": 64, "heads": 4, "patch": 4}
+    assert p["train"] == {"steps": 400, "eval_every": 400, "checkpoint_every": 400, "warmup_steps": 50,
+                          "route_start": 1, "route_end": -2}  # the same routed span
+    assert p["evaluate"]["guided_scale"] is None and p["evaluate"]["samples"] == 300
+    with pytest.raises(ValueError, match="size_study.sizes"):
+        size_params({**params, "size": "xl"})
+
+
+def test_size_study_configs_expand_to_one_job_per_size_with_the_main_regimes():
+    """The default config: two extra sizes, each a job running dit, tread and nar x 3 seeds,
+    smaller than the main model and each with a routed span under route_start/route_end."""
+    import yaml
+
+    from neurips26.papers.nar_dit import check_config, size_study_variants
+    from neurips26.papers.nar_dit.model import DiT, DiTConfig
+
+    block = yaml.safe_load(open("config/config.yaml"))["nar_dit"]
+    study = block["size_study"]
+    assert check_config(block) == []
+    assert size_study_variants(study, block["run_variants"]) == ["dit", "tread", "nar"]
+    # a main run without a routed regime has no study; an unknown regime is named
+    assert size_study_variants(study, ["dit"]) == []
+    assert any("size_study.variants" in p for p in check_config({**block, "size_study": {**study, "variants": ["dit", "x"]}}))
+    counts = []
+    for spec in [*study["sizes"], {"name": "default", **block["model"], "steps": block["train"]["steps"]}]:
+        cfg = DiTConfig(image_size=16, in_channels=3, patch=4, depth=spec["depth"], hidden=spec["hidden"],
+                        heads=spec["heads"])
+        counts.append((sum(p.numel() for p in DiT(cfg).parameters()), spec["steps"]))
+    assert counts == sorted(counts) and len(counts) >= 3  # sizes and training lengths grow together
+
+
+def test_size_trend_matches_numpy_polyfit():
+    from neurips26.papers.nar_dit.claims import size_prediction, size_trend
+
+    rng = np.random.default_rng(0)
+    params = [2e4, 1.5e5, 1.1e6]
+    dit = rng.uniform(30, 90, size=(3, 3)).tolist()
+    routed = rng.uniform(30, 90, size=(3, 3)).tolist()
+    fits = size_trend(params, routed, dit)
+    for (slope, intercept), r, d in zip(fits, routed, dit):
+        ref = np.polyfit(np.log10(params), np.asarray(r) / np.asarray(d) - 1, 1)
+        assert slope == pytest.approx(ref[0]) and intercept == pytest.approx(ref[1])
+    pred = size_prediction(fits, 675e6)
+    mean = np.mean([np.polyval(np.polyfit(np.log10(params), np.asarray(r) / np.asarray(d) - 1, 1), np.log10(675e6))
+                    for r, d in zip(routed, dit)])
+    assert pred["deficit_at_params"] == pytest.approx(mean)
+    # a deficit falling by 0.1 per decade from 0.3 at 1e4 params reaches 0 at 1e7
+    line = size_prediction(size_trend([1e4, 1e5, 1e6], [[1.3, 1.2, 1.1]] * 3, [[1.0] * 3] * 3), 1e9)
+    assert line["slope"] == pytest.approx(-0.1) and line["breakeven_params"] == pytest.approx(1e7)
+    rising = size_prediction(size_trend([1e4, 1e5, 1e6], [[1.1, 1.2, 1.3]] * 3, [[1.0] * 3] * 3), 1e9)
+    assert math.isnan(rising["breakeven_params"])

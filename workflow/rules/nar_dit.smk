@@ -2,7 +2,16 @@
 # prepare -> classifier (FD_cls features) -> train (regime x seed) -> evaluate -> figures
 ND = "results/nar_dit"
 ND_RES = config["nar_dit"]["resources"]
-ND_FIGURES = ["fd_vs_steps", "fd_vs_flops", "fd_vs_wallclock", "mechanism", "samples"]
+from neurips26.papers.nar_dit import size_study_variants
+
+ND_STUDY = config["nar_dit"].get("size_study", {})
+ND_SIZE_RUNS = (
+    expand(f"{ND}/size/{{size}}/metrics.json", size=[s["name"] for s in ND_STUDY.get("sizes", [])])
+    if size_study_variants(ND_STUDY, config["nar_dit"]["run_variants"]) else []
+)
+ND_FIGURES = (["fd_vs_steps", "fd_vs_flops", "fd_vs_wallclock", "mechanism", "samples"]
+              + (["guidance"] if config["nar_dit"]["evaluate"].get("guided_scale") is not None else [])
+              + (["size_study"] if ND_SIZE_RUNS else []))
 
 
 rule nar_dit_prepare:
@@ -122,8 +131,51 @@ rule nar_dit_evaluate:
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
+def nar_dit_size_args(wildcards):
+    """The size study's params: the main model, training, evaluation and regimes, the study,
+    the seeds and the size."""
+    base = json.loads(paper_params("nar_dit", "model", "train", "evaluate", "variants", "size_study",
+                                   seeds=config["nar_dit"]["seeds"],
+                                   run_variants=config["nar_dit"]["run_variants"])(wildcards))
+    return json.dumps({**base, "size": wildcards.size}, sort_keys=True)
+
+
+# size study: every regime of the study and every seed at one smaller size, in one job
+rule nar_dit_size:
+    wildcard_constraints:
+        size="[A-Za-z0-9_]+",
+    input:
+        images=rules.nar_dit_prepare.output.images,
+        net=rules.nar_dit_classifier.output.net,
+    output:
+        metrics=f"{ND}/size/{{size}}/metrics.json",
+    params:
+        cli=CLI,
+        args=nar_dit_size_args,
+        wildcards=wildcards_json,
+        code=code_stamp("nar_dit"),
+        data=folder_of("input", "images"),
+        classifier=folder_of("input", "net"),
+        out=folder_of("output", "metrics"),
+    log:
+        f"{ND}/logs/size/{{size}}.log",
+    benchmark:
+        f"{ND}/benchmarks/size/{{size}}.tsv"
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        # the training rule's machine; the job trains (and samples from) every regime x seed in turn
+        **job_resources(ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"], training=True),
+    shell:
+        "{resources.mpi} {params.cli} nar_dit size --params {params.args:q} --input data={params.data}"
+        " --input classifier={params.classifier} --out {params.out} --threads {threads}"
+        " --wildcards {params.wildcards:q} > {log} 2>&1"
+
+
 rule nar_dit_figures:
     input:
+        sizes=ND_SIZE_RUNS,
         metrics=grid("nar_dit", f"{ND}/eval/{{variant}}/seed{{seed}}/metrics.json"),
         samples=grid("nar_dit", f"{ND}/eval/{{variant}}/seed{{seed}}/samples.safetensors"),
         info=grid("nar_dit", f"{ND}/train/{{variant}}/seed{{seed}}/train.json"),
@@ -134,18 +186,21 @@ rule nar_dit_figures:
             for name in ND_FIGURES
         ],
         summary=f"{ND}/summary.csv",
+        size_study=[f"{ND}/size_study.csv"] if ND_SIZE_RUNS else [],
         claims=f"{ND}/claims.csv",
     params:
         cli=CLI,
         args=paper_params(
             "nar_dit",
             "claims",
+            "size_study",
             run_variants=config["nar_dit"]["run_variants"],
             seeds=config["nar_dit"]["seeds"],
         ),
         code=code_stamp("nar_dit"),
         evals=folder_of("input", "metrics", up=3),
         trains=folder_of("input", "info", up=3),
+        sizes=f"--input sizes={ND}/size" if ND_SIZE_RUNS else "",
         out=folder_of("output", "claims"),
     log:
         f"{ND}/logs/figures.log",
@@ -159,7 +214,7 @@ rule nar_dit_figures:
         runtime=10,
     shell:
         "{params.cli} nar_dit figures --params {params.args:q} --input evals={params.evals}"
-        " --input trains={params.trains} --out {params.out} > {log} 2>&1"
+        " --input trains={params.trains} {params.sizes} --out {params.out} > {log} 2>&1"
 
 
 register_targets("nar_dit", rules.nar_dit_figures.output)

@@ -1,7 +1,14 @@
 """Noise-Aware Routing for Diffusion Transformers (nar_dit)."""
 
 TITLE = "Noise-Aware Routing for Diffusion Transformers"
-STEPS = ("prepare", "classifier", "train", "evaluate", "figures")
+STEPS = ("prepare", "classifier", "train", "evaluate", "size", "figures")
+
+
+def size_study_variants(study: dict, run_variants) -> list[str]:
+    """The regimes the size study runs: its `variants` that are also main runs (the main runs
+    are its largest size); none unless 'dit' and at least one routed regime remain."""
+    regimes = [v for v in (study or {}).get("variants", []) if v in run_variants]
+    return regimes if "dit" in regimes and len(regimes) >= 2 else []
 
 
 def check_config(block: dict) -> list[str]:
@@ -30,6 +37,23 @@ def check_config(block: dict) -> list[str]:
     for name in block.get("run_variants", []):
         if name not in block.get("variants", {}):
             problems.append(f"run_variants: '{name}' is not defined under nar_dit.variants")
+    study = block.get("size_study", {})
+    if study.get("variants"):
+        for name in study["variants"]:
+            if name not in block.get("variants", {}):
+                problems.append(f"size_study.variants: '{name}' is not defined under nar_dit.variants")
+        if "dit" not in study["variants"]:
+            problems.append("size_study.variants: must include 'dit', the baseline of the trend")
+        if len(study.get("sizes", [])) < 2:
+            problems.append("size_study.sizes: at least two extra sizes (three points with the main runs) for a trend")
+    for spec in study.get("sizes", []):
+        name = spec.get("name")
+        d = spec.get("depth", 0)
+        if d and not (0 <= start <= end % d < d):
+            problems.append(f"size_study.sizes.{name}.depth: {d} blocks leave no routed span for "
+                            f"route_start {start}, route_end {end}")
+        if spec.get("hidden", 0) % max(1, spec.get("heads", 1)):
+            problems.append(f"size_study.sizes.{name}.hidden: {spec.get('hidden')} is not divisible by heads {spec.get('heads')}")
     if "dit" not in block.get("run_variants", ["dit"]):
         problems.append("run_variants: must include 'dit', the baseline every speedup is measured against")
     return problems

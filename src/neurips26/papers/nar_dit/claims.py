@@ -9,7 +9,11 @@
   "gap_items": per seed, the per-probe-pair gaps (held-out minus train loss, all noise groups)}},
   seeds in the same order for every regime (seed i of every regime shares data, evaluation
   noise and probe pairs);
-- `holds_fixed`: what the seeds keep fixed ("" if nothing).
+- `holds_fixed`: what the seeds keep fixed ("" if nothing);
+- `guided` (optional): {"scale": s, "regimes": {regime: per seed, the final FD with guidance s}};
+- `size_study` (optional): {"variants": regimes, "sizes": names small to large, "params": one
+  count per size, "fd": {regime: per seed, the final FD at every size},
+  "extrapolate_params": the count the trend is read at}.
 
 The speedup follows the paper's definition: per seed, the steps DiT needs to reach the routed
 regime's FD at `reference_step` (linear interpolation on the snapshot grid) divided by
@@ -83,6 +87,83 @@ def _speedup_row(summary: dict, regime: str, claim: str, scale: str, paper_value
                          how=how, untested_reason=reason)
 
 
+def size_trend(params: list[float], routed: list[list[float]], dit: list[list[float]]) -> list[tuple[float, float]]:
+    """Per seed, the least-squares line (slope, intercept) of routing's relative FD deficit
+    `routed / dit - 1` against log10(parameter count), over the sizes of the study.
+
+    `params`: one count per size; `routed`, `dit`: per seed, the final FD at every size (same
+    order). A negative slope means the deficit shrinks as the model grows."""
+    xs = [math.log10(p) for p in params]
+    if len(xs) < 2:
+        raise ValueError("a size trend needs at least two sizes")
+    out = []
+    for r_seed, d_seed in zip(routed, dit):
+        ys = [r / d - 1 for r, d in zip(r_seed, d_seed)]
+        mx, my = _mean(xs), _mean(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+        out.append((slope, my - slope * mx))
+    return out
+
+
+def size_prediction(fits: list[tuple[float, float]], at_params: float) -> dict:
+    """What the mean line predicts: the relative deficit at `at_params` and the parameter count
+    where the deficit reaches 0 (routing starts to pay; NaN when the mean slope is not negative)."""
+    slope = _mean([f[0] for f in fits])
+    intercept = _mean([f[1] for f in fits])
+    x = math.log10(at_params)
+    return {"slope": slope, "intercept": intercept, "at_params": at_params,
+            "deficit_at_params": intercept + slope * x,
+            "breakeven_params": 10 ** (-intercept / slope) if slope < 0 else math.nan}
+
+
+def _size_rows(summary: dict, scale: str) -> list[dict]:
+    study = summary.get("size_study")
+    if not study:
+        return []
+    fd, names, params = summary["fd_name"], study["sizes"], study["params"]
+    rows = []
+    for regime in study["variants"]:
+        if regime == "dit":
+            continue
+        claim = f"routing pays more as the model grows: {regime}'s {fd} deficit against DiT shrinks with size"
+        metric = (f"slope of ({regime} / DiT - 1) in final {fd} against log10(parameters), per decade "
+                  "(negative = the deficit shrinks with size)")
+        fits = size_trend(params, study["fd"][regime], study["fd"]["dit"])
+        slopes = [f[0] for f in fits]
+        pred = size_prediction(fits, study["extrapolate_params"])
+        how = (f"per seed, least-squares line of {regime}/DiT - 1 in final {fd} on log10(params) over "
+               f"{len(names)} sizes ({', '.join(f'{n}: {p / 1e6:.3g}M params' for n, p in zip(names, params))}), "
+               f"each size with its own training length; mean slope, 95% t interval over {len(slopes)} seeds; "
+               f"the mean line gives {pred['deficit_at_params']:+.3g} at {pred['at_params'] / 1e6:.3g}M params")
+        reason = f"fewer than {claims.MIN_REPLICATES} seeds" if len(slopes) < claims.MIN_REPLICATES else ""
+        value, interval = _mean(slopes), None
+        if not reason:
+            m, lo, hi = claims.paired_t_interval(slopes)
+            value, interval = m, (lo, hi)
+        rows.append(claims.target(P, claim, metric, regime, value, (None, 0.0), scale, "size_study.png",
+                                  interval=interval, n=len(slopes), baseline="dit", how=how,
+                                  paper_value="gains reported at DiT-XL/2 (675M params)", untested_reason=reason))
+    return rows
+
+
+def _guided_row(summary: dict, scale: str) -> dict:
+    guided, fd = summary.get("guided"), summary["fd_name"]
+    claim = "classifier-free guidance improves NAR's sample quality (the paper's guided FID)"
+    if not guided or "nar" not in guided["regimes"]:
+        return claims.untested(P, claim, f"final {fd}, guided vs unguided", "nar",
+                               "no guided sampling (evaluate.guided_scale is null) or no 'nar' regime", scale,
+                               "guidance.png")
+    g = guided["regimes"]["nar"]
+    base = summary["regimes"]["nar"]["final_fd"]
+    return claims.comparison(P, claim, f"final {fd} of NAR, guided (scale {guided['scale']:g}) vs unguided, "
+                             "lower is better", f"nar_cfg{guided['scale']:g}", g, "nar_unguided", base, False, scale,
+                             "guidance.png", min_effect=FD_MIN_EFFECT * abs(_mean(base)),
+                             holds_fixed="; ".join(filter(None, (summary.get("holds_fixed", ""),
+                                                                  "the sampling noise and labels"))),
+                             paper_value="FID 2.67 guided (ImageNet-256)")
+
+
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
@@ -137,4 +218,6 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
                                  "route sensitivity at high noise, TREAD / DiT per seed", "tread", max(ratios), 1.0,
                                  scale, "mechanism.png", reference="dit", n=len(ratios),
                                  how="largest ratio over seeds"))
+    rows.append(_guided_row(summary, scale))
+    rows.extend(_size_rows(summary, scale))
     return rows

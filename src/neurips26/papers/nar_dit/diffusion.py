@@ -36,18 +36,26 @@ def flow_loss(model: DiT, x0: torch.Tensor, y: torch.Tensor, t: torch.Tensor, ep
 
 
 @torch.no_grad()
+def guided_velocity(model: DiT, x: torch.Tensor, t: torch.Tensor, y: torch.Tensor, cfg_scale: float) -> torch.Tensor:
+    """Classifier-free guidance: v_u + s (v_c - v_u), the conditional prediction v_c (label y)
+    and the unconditional one v_u (the null class `num_classes`, which training sees with
+    probability `class_dropout`) from one doubled batch. At s = 1 it is v_c, one plain call."""
+    if cfg_scale == 1.0:
+        return model(x, t, y)
+    null = torch.full_like(y, model.cfg.num_classes)
+    v = model(torch.cat([x, x]), torch.cat([t, t]), torch.cat([y, null]))
+    v_c, v_u = v.chunk(2)
+    return v_u + cfg_scale * (v_c - v_u)
+
+
+@torch.no_grad()
 def sample(model: DiT, y: torch.Tensor, noise: torch.Tensor, steps: int = 10, method: str = "heun",
            cfg_scale: float = 1.0) -> torch.Tensor:
     """Integrate the probability-flow ODE from noise (t=1) to data (t=0)."""
-    null = torch.full_like(y, model.cfg.num_classes)
 
     def velocity(x, t):
         tb = torch.full((x.shape[0],), t, dtype=x.dtype, device=x.device)
-        if cfg_scale == 1.0:
-            return model(x, tb, y)
-        v = model(torch.cat([x, x]), torch.cat([tb, tb]), torch.cat([y, null]))
-        v_c, v_u = v.chunk(2)
-        return v_u + cfg_scale * (v_c - v_u)
+        return guided_velocity(model, x, tb, y, cfg_scale)
 
     ts = torch.linspace(1.0, 0.0, steps + 1).tolist()
     x = noise

@@ -6,6 +6,7 @@ workflow/schemas/papers/nar_dit.schema.yaml), inputs by name, and the output fol
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -166,9 +167,10 @@ def _load_snapshots(path: Path) -> dict[int, dict]:
     return {s: {k.split("/", 1)[1]: v for k, v in flat.items() if k.startswith(f"{s}/")} for s in steps}
 
 
-def _generate(model, n, num_classes, shape, e, seed) -> tuple[torch.Tensor, torch.Tensor]:
+def _generate(model, n, num_classes, shape, e, seed, cfg_scale=None) -> tuple[torch.Tensor, torch.Tensor]:
     """`n` samples in model space, classes 0..num_classes-1 in turn; the same noise and labels
-    for every regime of a seed."""
+    for every regime of a seed (and for guided and unguided sampling). `cfg_scale` None: the
+    config's `evaluate.cfg_scale`."""
     from .diffusion import sample
 
     g = generator(10_000 + seed)
@@ -178,7 +180,8 @@ def _generate(model, n, num_classes, shape, e, seed) -> tuple[torch.Tensor, torc
     chunks = []
     for i in range(0, n, e["batch_size"]):
         chunks.append(sample(model, y[i:i + e["batch_size"]].to(device), noise[i:i + e["batch_size"]].to(device),
-                             e["sampling_steps"], e["sampler"], e["cfg_scale"]).cpu())
+                             e["sampling_steps"], e["sampler"],
+                             e["cfg_scale"] if cfg_scale is None else cfg_scale).cpu())
     return torch.cat(chunks), y
 
 
@@ -234,9 +237,10 @@ def evaluate(params, inputs, out: Path):
     snapshots = _load_snapshots(inputs["train"] / "snapshots.safetensors")
     reference = images["reference_x"]
     curve, kid, acc = {}, {}, {}
-    for step, state in sorted(snapshots.items()):
-        model.load_state_dict(state)
-        fake, labels = _generate(model, e["samples"], cfg.num_classes, shape, e, seed)
+
+    def score(fake):
+        """FD and KID of `fake` against the reference; the decoded images kept for the
+        classifier's accuracy (all of them) or for the sample strip (the first 40)."""
         # images are decoded chunk by chunk and only their features kept (50k decoded 256x256
         # images are 39 GB a side); the classifier's accuracy (small scales) sees them all at once
         kept: list[torch.Tensor] = []
@@ -250,7 +254,12 @@ def evaluate(params, inputs, out: Path):
 
         scores = frechet_and_kid_stream(features, num_features, (to_images(c) for c in chunks(reference, FEATURE_CHUNK)),
                                         fake_chunks(), n=min(len(reference), len(fake)), seed=seed)
-        fake_images = torch.cat(kept)
+        return scores, torch.cat(kept)
+
+    for step, state in sorted(snapshots.items()):
+        model.load_state_dict(state)
+        fake, labels = _generate(model, e["samples"], cfg.num_classes, shape, e, seed)
+        scores, fake_images = score(fake)
         curve[str(step)], kid[str(step)] = scores["fd"], scores["kid_mean"]
         logged = {"fd": scores["fd"], "kid": scores["kid_mean"]}
         if classifier is not None:
@@ -260,6 +269,19 @@ def evaluate(params, inputs, out: Path):
         tracking.active().log_metrics(logged, step=step)
         print(f"step {step}: {fd_name} {scores['fd']:.3f}  KID {scores['kid_mean']:.4f}", flush=True)
     io.save_tensors(out / "samples.safetensors", {"images": fake_images[:40], "labels": labels[:40]})  # final model
+
+    # guided sampling of the final model: the same noise and labels at the guidance scale
+    guided = {}
+    if e.get("guided_scale") is not None:
+        fake, _ = _generate(model, e["samples"], cfg.num_classes, shape, e, seed, cfg_scale=e["guided_scale"])
+        scores, guided_images = score(fake)
+        guided = {"guided_scale": e["guided_scale"], "final_fd_guided": scores["fd"],
+                  "final_kid_guided": scores["kid_mean"],
+                  "final_sample_accuracy_guided": None}
+        if classifier is not None:
+            with torch.no_grad():
+                guided["final_sample_accuracy_guided"] = (classifier(guided_images).argmax(1) == labels).double().mean().item()
+        print(f"final model, guidance scale {e['guided_scale']}: {fd_name} {scores['fd']:.3f}", flush=True)
 
     # mechanism: route sensitivity and generalisation gap per noise group, at the final model
     g = generator(20_000 + seed)
@@ -290,11 +312,126 @@ def evaluate(params, inputs, out: Path):
         "loss_train": loss_train, "loss_heldout": loss_held, "generalization_gap": gap,
         "mean_generalization_gap": sum(gap.values()) / len(gap), "generalization_gap_items": gap_items,
         "noise_groups": group_names,
-        "noise_group_t_edges": edges,
+        "noise_group_t_edges": edges, **guided,
     }
     tracking.active().log_metrics({f"route_sensitivity/{k}": v for k, v in sensitivity.items()}
                                   | {f"generalization_gap/{k}": v for k, v in gap.items()})
     io.write_json(out / "metrics.json", metrics)
+
+
+# ---------------------------------------------------------------- size study
+def size_params(params) -> dict:
+    """The params of one size of the size study: the main model and training with the size's
+    depth, width, heads and steps (one EMA snapshot, at the end), and no guided sampling."""
+    spec = {s["name"]: s for s in params["size_study"]["sizes"]}.get(params["size"])
+    if spec is None:
+        raise ValueError(f"config key 'nar_dit.size_study.sizes' has no size '{params['size']}'")
+    steps = spec["steps"]
+    return {**params,
+            "model": {**params["model"], "depth": spec["depth"], "hidden": spec["hidden"], "heads": spec["heads"]},
+            "train": {**params["train"], "steps": steps, "eval_every": steps, "checkpoint_every": steps,
+                      "warmup_steps": min(params["train"]["warmup_steps"], steps // 4)},
+            "evaluate": {**params["evaluate"], "guided_scale": None}}
+
+
+def size(params, inputs, out: Path):
+    """One size of the size study: every regime of the study and every seed, trained with the
+    main runs' routing settings at this size and training length, then the final EMA's FD_cls
+    and mechanism probes as `evaluate` computes them. One job per size (the runs are short;
+    a job each would cost more in start-up than in training)."""
+    from neurips26.core.seeding import seed_everything
+
+    from . import size_study_variants
+
+    results = {}
+    for v in size_study_variants(params["size_study"], params["run_variants"]):
+        if v not in params["variants"]:
+            raise ValueError(f"config key 'nar_dit.size_study.variants': '{v}' is not defined under nar_dit.variants")
+        for seed in params["seeds"]:
+            print(f"size {params['size']}: {v} seed {seed}", flush=True)
+            seed_everything(seed, threads=params.get("threads"))  # the model's initialisation, as a train job
+            p = size_params({**params, "variant": v, "variant_settings": params["variants"][v], "seed": seed})
+            run = out / v / f"seed{seed}"
+            train(p, inputs, run / "train")
+            evaluate(p, {**inputs, "train": run / "train"}, run)
+            m, info = io.read_json(run / "metrics.json"), io.read_json(run / "train" / "train.json")
+            results.setdefault(v, {})[str(seed)] = {
+                "final_fd": m["final_fd"], "final_kid": m["final_kid"], "params": info["params"],
+                "steps": info["steps"], "route_sensitivity": m["route_sensitivity"],
+                "mean_generalization_gap": m["mean_generalization_gap"]}
+    io.write_json(out / "metrics.json", {"size": params["size"], "fd_name": m["fd_name"], "runs": results})
+
+
+def _size_study(params, inputs, runs, train_info, variants) -> dict | None:
+    """Final FD per regime, seed and size (the extra sizes, then the main runs as the largest)."""
+    from . import size_study_variants
+
+    study = params.get("size_study") or {}
+    regimes = size_study_variants(study, variants)
+    if not regimes:
+        return None
+    seeds = params["seeds"]
+    specs = {s["name"]: s for s in study["sizes"]}
+    names = list(specs)
+    fd = {v: [[] for _ in seeds] for v in regimes}
+    counts = {}
+    for name in names:
+        size_runs = io.read_json(inputs["sizes"] / name / "metrics.json")["runs"]
+        for v in regimes:
+            for i, s in enumerate(seeds):
+                fd[v][i].append(size_runs[v][str(s)]["final_fd"])
+                counts[name] = size_runs[v][str(s)]["params"]
+    for v in regimes:
+        for i in range(len(seeds)):
+            fd[v][i].append(runs[v][i]["final_fd"])
+    counts["default"] = train_info["dit"][0]["params"]
+    order = sorted(counts, key=counts.get)
+    if order[-1] != "default":
+        raise ValueError("config key 'nar_dit.size_study.sizes': every extra size must be smaller than the main model")
+    names = [*names, "default"]
+    idx = [names.index(n) for n in order]
+    return {"variants": regimes, "sizes": order, "params": [counts[n] for n in order],
+            "steps": [specs[n]["steps"] if n != "default" else train_info["dit"][0]["steps"] for n in order],
+            "fd": {v: [[seed_fd[k] for k in idx] for seed_fd in fd[v]] for v in regimes},
+            "extrapolate_params": study.get("extrapolate_params", 675e6)}
+
+
+def _size_figure(study, fd_name, scale, path):
+    import numpy as np
+
+    fig, axes = plotting.figure(ncols=2)
+    params = study["params"]
+    ax = axes[0, 0]
+    for v in study["variants"]:
+        plotting.mean_band(ax, params, [list(c) for c in study["fd"][v]], REGIME_LABELS.get(v, v), COLOURS.get(v))
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters (training steps grow with size)")
+    ax.set_ylabel(f"final {fd_name} (lower is better)")
+    ax.set_title(f"final {fd_name} per size ({scale} scale)")
+    ax.legend()
+    ax = axes[0, 1]
+    x_far = study["extrapolate_params"]
+    grid = np.logspace(math.log10(params[0]), math.log10(x_far), 50)
+    for v in study["variants"]:
+        if v == "dit":
+            continue
+        fits = nar_claims.size_trend(params, study["fd"][v], study["fd"]["dit"])
+        for seed_fd, dit_fd in zip(study["fd"][v], study["fd"]["dit"]):
+            ax.plot(params, [r / d - 1 for r, d in zip(seed_fd, dit_fd)], ".", color=COLOURS.get(v), ms=5)
+        pred = nar_claims.size_prediction(fits, x_far)
+        line = pred["intercept"] + pred["slope"] * np.log10(grid)
+        inside = grid <= params[-1]
+        ax.plot(grid[inside], line[inside], "-", color=COLOURS.get(v),
+                label=f"{REGIME_LABELS.get(v, v)}: {pred['slope']:+.3f} per decade")
+        ax.plot(grid[~inside], line[~inside], ":", color=COLOURS.get(v))
+    ax.axhline(0.0, color="#444444", lw=1)
+    ax.axvline(x_far, color="#888888", ls="--", lw=1, label=f"extrapolation to {x_far / 1e6:.0f}M (DiT-XL/2)")
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters")
+    ax.set_ylabel(f"routed / DiT - 1 in final {fd_name} (< 0: routing pays)")
+    ax.set_title("routed / DiT - 1 against size (dots: seeds; dotted: extrapolated)")
+    ax.legend(fontsize=7)
+    plotting.save(fig, path)
 
 
 # ---------------------------------------------------------------- figures
@@ -370,10 +507,57 @@ def figures(params, inputs, out: Path):
             for j, col in enumerate(zip(*vals)):
                 ax.plot([xs[j]] * len(col), col, "k.", ms=3)
         ax.set_xticks(range(len(groups)), [f"{g} noise" for g in groups])
-        ax.set_ylabel(ylabel)
+        if key == "route_sensitivity":  # DiT's sensitivity is ~100x the routed regimes'
+            ax.set_yscale("log")
+        ax.set_ylabel(ylabel + (" (log)" if key == "route_sensitivity" else ""))
         ax.set_title(key.replace("_", " ") + " per noise group (final EMA)")
         ax.legend()
     plotting.save(fig, figdir / "mechanism.png")
+
+    # guided against unguided sampling of the final models
+    guided_runs = [v for v in variants if all("final_fd_guided" in r for r in runs[v])]
+    if guided_runs:
+        g_scale = runs[guided_runs[0]][0]["guided_scale"]
+        summary["guided"] = {"scale": g_scale, "regimes": {v: [r["final_fd_guided"] for r in runs[v]]
+                                                           for v in guided_runs}}
+        fig, axes = plotting.figure()
+        ax = axes[0, 0]
+        for i, v in enumerate(guided_runs):
+            for j, (key, label) in enumerate((("final_fd", "unguided"), ("final_fd_guided", f"guided {g_scale:g}"))):
+                vals = [r[key] for r in runs[v]]
+                x = i + (j - 0.5) * 0.4
+                ax.bar(x, sum(vals) / len(vals), 0.4, color=COLOURS.get(v), alpha=1.0 if j else 0.45,
+                       label=label if i == 0 else None, edgecolor="k" if j else None)
+                ax.plot([x] * len(vals), vals, "k.", ms=3)
+        ax.set_xticks(range(len(guided_runs)), [REGIME_LABELS.get(v, v) for v in guided_runs], fontsize=7)
+        ax.set_ylabel(f"final {fd_name} (lower is better)")
+        ax.set_title(f"classifier-free guidance at scale {g_scale:g} vs unguided (same noise and labels; dots: seeds)")
+        ax.legend()
+        plotting.save(fig, figdir / "guidance.png")
+
+    # size study: final FD per regime and size, and routing's deficit against size
+    study = _size_study(params, inputs, runs, train_info, variants)
+    if study:
+        summary["size_study"] = study
+        _size_figure(study, fd_name, scale, figdir / "size_study.png")
+        size_rows = []
+        for k, (name, count, n_steps) in enumerate(zip(study["sizes"], study["params"], study["steps"])):
+            row = {"size": name, "params": count, "train_steps": n_steps}
+            for v in study["variants"]:
+                row[f"final_{fd_name}_{v}"] = claims.fmt([c[k] for c in study["fd"][v]])
+                if v != "dit":
+                    row[f"{v}_over_dit_minus_1"] = claims.fmt([c[k] / d[k] - 1 for c, d in
+                                                               zip(study["fd"][v], study["fd"]["dit"])])
+            size_rows.append(row)
+        for v in study["variants"]:
+            if v == "dit":
+                continue
+            pred = nar_claims.size_prediction(nar_claims.size_trend(study["params"], study["fd"][v], study["fd"]["dit"]),
+                                              study["extrapolate_params"])
+            size_rows.append({"size": f"trend {v}: slope per decade {pred['slope']:+.4g}; mean line at "
+                                      f"{pred['at_params'] / 1e6:.4g}M params {pred['deficit_at_params']:+.4g}; "
+                                      f"reaches 0 at {pred['breakeven_params']:.3g} params"})
+        io.write_csv(out / "size_study.csv", size_rows)
 
     # samples of the final models, seed 0
     sample_sets = {v: io.load_tensors(inputs["evals"] / v / f"seed{seeds[0]}" / "samples.safetensors") for v in variants}
@@ -402,8 +586,10 @@ def figures(params, inputs, out: Path):
             "train_seconds": claims.fmt([tm[str(total)] for tm in timing[v]]),
             "route_sensitivity_high": claims.fmt([r["route_sensitivity"][groups[-1]] for r in runs[v]]),
             "mean_generalization_gap": claims.fmt([r["mean_generalization_gap"] for r in runs[v]]),
+            f"final_{fd_name}_guided": claims.fmt([r["final_fd_guided"] for r in runs[v] if "final_fd_guided" in r]),
         })
     io.write_csv(out / "summary.csv", rows)
 
     claims.write_claims(out / "claims.csv", nar_claims.claim_rows(summary, scale))
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", out / "claims.csv"]
+    extra = [out / "size_study.csv"] if study else []
+    return [*sorted(figdir.glob("*.png")), out / "summary.csv", *extra, out / "claims.csv"]
