@@ -588,8 +588,5 @@ def figures(params, inputs, out: Path):
             "mean_generalization_gap": claims.fmt([r["mean_generalization_gap"] for r in runs[v]]),
             f"final_{fd_name}_guided": claims.fmt([r["final_fd_guided"] for r in runs[v] if "final_fd_guided" in r]),
         })
-    io.write_csv(out / "summary.csv", rows)
-
-    claims.write_claims(out / "claims.csv", nar_claims.claim_rows(summary, scale))
-    extra = [out / "size_study.csv"] if study else []
-    return [*sorted(figdir.glob("*.png")), out / "summary.csv", *extra, out / "claims.csv"]
+    written = claims.write_tables(out, rows, nar_claims.claim_rows(summary, scale))
+    return [*written, out / "size_study.csv"] if study else written
