@@ -191,7 +191,7 @@ def test_smoke_dag_twice_gives_identical_metrics(smoke, tmp_path):
 
 
 # the rules that run on GPUs at paper scale, and how many each asks for (config/paper.yaml)
-PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_evaluate": 1, "crl_spectral_train": 1, "angular_nets_train": 1,
+PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_size": 8, "nar_dit_evaluate": 1, "crl_spectral_train": 1, "angular_nets_train": 1,
                    "angular_nets_tune": 1, "apexphys_train": 1, "apexphys_tune": 1, "embed_merge_train": 1,
                    "embed_merge_merge": 1, "bdc_merge_run": 1}
 
@@ -214,8 +214,8 @@ def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
             # one rank per GPU, made by SLURM (--ntasks-per-node), not by --ntasks
             assert res.get("tasks_per_node") == (str(gpus) if gpus > 1 else None), (rule, res)
             assert "tasks" not in res, (rule, res)
-            # training rules (and the tuning runs that train) ask for the warning signal before their time limit
-            assert (res.get("slurm_extra") == "--signal=USR1@90") == rule.endswith(("_train", "_tune")), (rule, res)
+            # rules that train (training, tuning, the size study) ask for the warning signal before their time limit
+            assert (res.get("slurm_extra") == "--signal=USR1@90") == rule.endswith(("_train", "_tune", "_size")), (rule, res)
     for rule, resources in jobs.items():
         if rule not in PAPER_GPU_RULES:
             for res in resources:
@@ -238,7 +238,7 @@ def test_cost_table_of_the_paper_config_is_the_readme_table():
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, output(proc)
     table = proc.stdout.split("\n", 1)[1]
-    assert "| `nar_dit` | 10 | `nar_dit_train`: 4 x (8 GPU, 64 CPU, 64 GB, 72 h)" in table
+    assert "| `nar_dit` | 14 | `nar_dit_train`: 4 x (8 GPU, 64 CPU, 64 GB, 72 h)" in table
     assert table in (ROOT / "README.md").read_text(), "README's paper-scale cost table is out of date: paste `neurips26 cost --configfile config/paper.yaml`"
 
 

@@ -5,16 +5,6 @@ AN = "results/angular_nets"
 AN_FIGURES = ["accuracy_vs_bits", "accuracy_vs_nu", "planted_recovery"]
 
 
-def _an_tuned(wildcards):
-    """The tune output of an experiment whose learning rates are tuned (none otherwise)."""
-    tuned = config["angular_nets"].get("tune", {}).get("variants", [])
-    return [f"{AN}/tune/{wildcards.variant}/metrics.json"] if wildcards.variant in tuned else []
-
-
-def _an_tune_arg(wildcards, input):
-    return f"--input tune={Path(input.tune[0]).parent}" if input.tune else ""
-
-
 rule angular_nets_tune:
     input:
         data_paths("angular_nets", "cifar10_dir", "imagenet_dir", "glue_dir"),
@@ -48,7 +38,7 @@ rule angular_nets_tune:
 rule angular_nets_train:
     input:
         data_paths("angular_nets", "cifar10_dir", "imagenet_dir", "glue_dir"),
-        tune=_an_tuned,
+        tune=listed_variant("angular_nets", "tune", f"{AN}/tune/{{variant}}/metrics.json"),
     output:
         metrics=f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json",
     params:
@@ -58,7 +48,7 @@ rule angular_nets_train:
         wildcards=wildcards_json,
         code=code_stamp("angular_nets"),
         out=folder_of("output", "metrics"),
-        tune=_an_tune_arg,
+        tune=folder_of("input", "tune"),
     log:
         f"{AN}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -74,7 +64,7 @@ rule angular_nets_train:
             training=True,
         ),
     shell:
-        "{resources.mpi} {params.cli} angular_nets train --params {params.args:q} {params.tune}"
+        "{resources.mpi} {params.cli} angular_nets train --params {params.args:q} --input tune={params.tune}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 

@@ -105,9 +105,10 @@ def code_stamp(paper):
     return _STAMPS[paper]
 
 
-def paper_params(paper, *sections, **extra):
+def paper_params(paper, *sections, wildcards_in=(), **extra):
     """A params function: the named sections of the paper's config block as JSON, plus the
-    job's variant (its settings merged in under 'variant_settings') and seed from wildcards."""
+    job's variant (its settings merged in under 'variant_settings') and seed from wildcards,
+    and the wildcards named in `wildcards_in` as they are."""
     block = config[paper]
     missing = [s for s in sections if s not in block]
     if missing:
@@ -123,6 +124,7 @@ def paper_params(paper, *sections, **extra):
             out["variant_settings"] = variants[wildcards.variant]
         if "seed" in wildcards.keys():
             out["seed"] = int(wildcards.seed)
+        out.update({name: getattr(wildcards, name) for name in wildcards_in})
         return json.dumps(out, sort_keys=True)
 
     return params
@@ -160,6 +162,17 @@ def tuned_by(paper, pattern):
         settings = config[paper]["variants"][wildcards.variant]
         source = wildcards.variant if settings.get("tune") else settings.get("tune_from")
         return [] if source is None else [pattern.format(source=source)]
+
+    return files
+
+
+def listed_variant(paper, section, pattern):
+    """An input function: `pattern` (with the job's {variant}) when the variant is listed in
+    `<paper>.<section>.variants`, none otherwise."""
+
+    def files(wildcards):
+        listed = config[paper].get(section, {}).get("variants", [])
+        return [pattern.format(variant=wildcards.variant)] if wildcards.variant in listed else []
 
     return files
 

@@ -131,15 +131,6 @@ rule nar_dit_evaluate:
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-def nar_dit_size_args(wildcards):
-    """The size study's params: the main model, training, evaluation and regimes, the study,
-    the seeds and the size."""
-    base = json.loads(paper_params("nar_dit", "model", "train", "evaluate", "variants", "size_study",
-                                   seeds=config["nar_dit"]["seeds"],
-                                   run_variants=config["nar_dit"]["run_variants"])(wildcards))
-    return json.dumps({**base, "size": wildcards.size}, sort_keys=True)
-
-
 # size study: every regime of the study and every seed at one smaller size, in one job
 rule nar_dit_size:
     wildcard_constraints:
@@ -151,7 +142,9 @@ rule nar_dit_size:
         metrics=f"{ND}/size/{{size}}/metrics.json",
     params:
         cli=CLI,
-        args=nar_dit_size_args,
+        args=paper_params("nar_dit", "model", "train", "evaluate", "variants", "size_study",
+                          seeds=config["nar_dit"]["seeds"], run_variants=config["nar_dit"]["run_variants"],
+                          wildcards_in=("size",)),
         wildcards=wildcards_json,
         code=code_stamp("nar_dit"),
         data=folder_of("input", "images"),
