@@ -31,12 +31,12 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
     """reference/summary.csv (every column) and reference/run.json (commit, config hash, machine)."""
     from .tracking import git_state
 
+    import torch
+
+    git = git_state(workflow_dir)  # before writing: the new summary itself must not count as a change
     rows = read_claims([_summary_file(results)])
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "summary.csv", rows, COLUMNS)
-    import torch
-
-    git = git_state(workflow_dir)
     meta = {"commit": git["commit"], "dirty": git["dirty"],
             "configfiles": ["config/config.yaml", *configfiles],
             "config_hash": _run_config_hash(Path(results), workflow_dir, configfiles),
