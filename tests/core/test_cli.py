@@ -12,7 +12,7 @@ def test_help_lists_papers_and_steps(capsys):
     except SystemExit:
         pass
     text = capsys.readouterr().out
-    assert "nar_dit" in text and "prepare -> classifier -> train -> evaluate -> figures" in text
+    assert "nar_dit" in text and "prepare -> classifier -> train -> evaluate -> size -> figures" in text
 
 
 def test_list_shows_variants_and_seeds(capsys, root):

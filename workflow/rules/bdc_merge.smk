@@ -105,7 +105,7 @@ rule bdc_merge_cross_run:
     shell:
         "{params.cli} bdc_merge run --params {params.args:q} --input corpora={params.corpora}"
         " --input source={params.source} --input target={params.target} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
+        " --threads {threads} --wildcards {params.wildcards:q} --rule bdc_merge_cross_run > {log} 2>&1"
 
 
 rule bdc_merge_figures:
