@@ -114,20 +114,26 @@ def write_pure(folder: Path, frames: np.ndarray, frame_times_ns, wave, pulse_rat
     (folder / f"{name}.json").write_text(json.dumps(doc))
 
 
-def read_pure(folder: Path) -> Recording:
+def _rgb_images(paths, kind: str) -> list:
+    """Frames read from image files (OpenCV), as RGB arrays; an unreadable file is named."""
     import cv2
 
+    frames = []
+    for p in paths:
+        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
+        if img is None:
+            raise ValueError(f"{p}: unreadable {kind}")
+        frames.append(img[:, :, ::-1])
+    return frames
+
+
+def read_pure(folder: Path) -> Recording:
     folder = Path(folder)
     name = folder.name
     pngs = sorted((folder / name).glob("Image*.png"), key=lambda p: int(re.sub(r"\D", "", p.stem)))
     if not pngs:
         raise FileNotFoundError(f"{folder / name}: no Image*.png frames")
-    frames = []
-    for p in pngs:
-        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
-        if img is None:
-            raise ValueError(f"{p}: unreadable PNG")
-        frames.append(img[:, :, ::-1])
+    frames = _rgb_images(pngs, "PNG")
     doc_path = folder / f"{name}.json"
     if not doc_path.exists():
         raise FileNotFoundError(f"{doc_path}: missing PURE label file")
@@ -201,19 +207,12 @@ IBVP_FPS = 30.0
 
 
 def read_ibvp(folder: Path) -> Recording:
-    import cv2
-
     folder = Path(folder)
     name = folder.name
     bmps = sorted((folder / f"{name}_rgb").glob("*.bmp"))
     if not bmps:
         raise FileNotFoundError(f"{folder / (name + '_rgb')}: no .bmp frames")
-    frames = []
-    for p in bmps:
-        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
-        if img is None:
-            raise ValueError(f"{p}: unreadable BMP")
-        frames.append(img[:, :, ::-1])
+    frames = _rgb_images(bmps, "BMP")
     csv = folder / f"{name}_bvp.csv"
     if not csv.exists():
         raise FileNotFoundError(f"{csv}: missing iBVP label file")
