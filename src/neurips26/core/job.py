@@ -22,12 +22,14 @@ SHARED_CODE = ("core", "data")
 
 def code_stamp(paper: str) -> str:
     """Hash of the code a paper's steps run: core/, data/, the shared step groups (papers use
-    their functions, e.g. the LM pretraining of lm_assets) and the paper's own package."""
-    from ..papers import SHARED
+    their functions, e.g. the LM pretraining of lm_assets), the harness packages the paper's
+    `__init__` names in `USES` (e.g. a federated or zeroth-order harness two papers share) and
+    the paper's own package."""
+    from ..papers import SHARED, uses
 
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    groups = [f"papers/{g}" for g in SHARED if g != paper]
+    groups = [f"papers/{g}" for g in (*SHARED, *uses(paper)) if g != paper]
     for folder in (*SHARED_CODE, *groups, f"papers/{paper}"):
         for path in sorted((root / folder).rglob("*.py")):
             digest.update(str(path.relative_to(root)).encode())
