@@ -4,7 +4,6 @@ byte-identical metrics.json from two runs from scratch)."""
 
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,32 +16,8 @@ from neurips26.core.cost import parse_dry_run
 from neurips26.core.cost import stand_in_paths
 from neurips26.core.io import read_csv
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
-WORKFLOW_FILES = ["Snakefile", "workflow", "config", "profiles", "envs", "reference"]
-
-
-def copy_workflow(dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in WORKFLOW_FILES:
-        src = ROOT / name
-        if not src.exists():  # reference/ may not be recorded yet
-            continue
-        if src.is_dir():
-            shutil.copytree(src, dest / name)
-        else:
-            shutil.copy2(src, dest / name)
-    return dest
-
-
-def snakemake(cwd: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT"))}
-    env["NEURIPS26_PROGRESS"] = "0"
-    return subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def output(proc: subprocess.CompletedProcess) -> str:
-    return proc.stdout + proc.stderr
+import smoke_runs
+from smoke_runs import ROOT, SNAKEMAKE, copy_workflow, output, snakemake  # noqa: F401 (used by test_reruns, test_cluster)
 
 
 def test_lint_passes():
@@ -96,17 +71,16 @@ def test_bad_config_stops_before_any_job_and_touches_nothing(tmp_path, bad, key)
     assert (wf / "results" / "keep.txt").read_text() == "untouched"
 
 
-def _run_smoke(where: Path) -> tuple[Path, str]:
-    wf = copy_workflow(where)
-    # four jobs at once on the SQLite store: the tracking tests below count their runs
-    proc = snakemake(wf, "--cores", "4", "--configfile", "config/smoke.yaml", "--profile", "profiles/default")
-    assert proc.returncode == 0, output(proc)[-8000:]
-    return wf, output(proc)
+@pytest.fixture(scope="session")
+def smoke():
+    """The smoke DAG every end-to-end test below reads (started after collection, see conftest.py)."""
+    return smoke_runs.result("smoke")
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    return _run_smoke(tmp_path_factory.mktemp("smoke_a") / "wf")
+@pytest.fixture(scope="session")
+def smoke_again():
+    """A second smoke DAG from scratch, for the byte-identity check."""
+    return smoke_runs.result("smoke_again")
 
 
 @pytest.mark.workflow
@@ -179,9 +153,9 @@ def test_smoke_dag_rerun_has_nothing_to_do_and_report_renders(smoke):
 
 
 @pytest.mark.workflow
-def test_smoke_dag_twice_gives_identical_metrics(smoke, tmp_path):
+def test_smoke_dag_twice_gives_identical_metrics(smoke, smoke_again):
     first, _ = smoke
-    second, _ = _run_smoke(tmp_path / "wf")
+    second, _ = smoke_again
     # the workflow's own outputs; MLflow's artifact copies live under per-run ids
     files = sorted(p.relative_to(first) for p in (first / "results").rglob("metrics.json")
                    if "mlartifacts" not in p.parts)
