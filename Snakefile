@@ -17,6 +17,7 @@ wildcard_constraints:
     seed=WILDCARDS["seed"],
 
 
+include: "workflow/rules/step.smk"
 include: "workflow/rules/shared.smk"
 include: "workflow/rules/nar_dit.smk"
 include: "workflow/rules/crl_spectral.smk"

@@ -4,32 +4,26 @@ AB = "results/abmf"
 AB_FIGURES = ["asymmetry", "objective_gap", "critical_points", "cost"]
 
 
-rule abmf_evaluate:
+use rule neurips26_step as abmf_evaluate with:
     output:
         metrics=f"{AB}/eval/{{variant}}/metrics.json",
         timing=f"{AB}/eval/{{variant}}/timing.json",
     params:
-        cli=CLI,
+        step="abmf evaluate",
         args=paper_params("abmf", "seeds", "gamma_ratios", "solver", "search", "objective_tol"),
-        wildcards=wildcards_json,
         code=code_stamp("abmf"),
         out=folder_of("output", "metrics"),
     log:
         f"{AB}/logs/eval/{{variant}}.log",
     benchmark:
         f"{AB}/benchmarks/eval/{{variant}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
-    shell:
-        "{params.cli} abmf evaluate --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule abmf_figures:
+use rule neurips26_step as abmf_figures with:
     input:
         metrics=expand(f"{AB}/eval/{{variant}}/metrics.json", variant=config["abmf"]["run_variants"]),
         timing=expand(f"{AB}/eval/{{variant}}/timing.json", variant=config["abmf"]["run_variants"]),
@@ -41,24 +35,20 @@ rule abmf_figures:
         summary=f"{AB}/summary.csv",
         claims=f"{AB}/claims.csv",
     params:
-        cli=CLI,
+        step="abmf figures",
         args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", "cost_ratio",
                           run_variants=config["abmf"]["run_variants"]),
         code=code_stamp("abmf"),
-        evals=folder_of("input", "metrics", up=2),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(evals=folder_of("input", "metrics", up=2)),
     log:
         f"{AB}/logs/figures.log",
     benchmark:
         f"{AB}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} abmf figures --params {params.args:q} --input evals={params.evals} --out {params.out} > {log} 2>&1"
 
 
 register_targets("abmf", rules.abmf_figures.output)

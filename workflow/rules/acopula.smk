@@ -6,12 +6,12 @@ AC_STOCK_FILES = [p for p in (config["acopula"]["stocks"].get("prices_path"), co
 AC_SURVIVAL_FILES = [p for p in (config["acopula"]["survival"].get("survival_path"),) if p]
 
 
-rule acopula_speed:
+use rule neurips26_step as acopula_speed with:
     output:
         metrics=f"{AC}/speed/metrics.json",
         timing=f"{AC}/speed/timing.json",
     params:
-        cli=CLI,
+        step="acopula speed",
         args=paper_params("acopula", "speed"),
         code=code_stamp("acopula"),
         out=folder_of("output", "metrics"),
@@ -19,47 +19,37 @@ rule acopula_speed:
         f"{AC}/logs/speed.log",
     benchmark:
         f"{AC}/benchmarks/speed.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
-    shell:
-        "{params.cli} acopula speed --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule acopula_simulate:
+use rule neurips26_step as acopula_simulate with:
     output:
         metrics=f"{AC}/simulate/seed{{seed}}/metrics.json",
     params:
-        cli=CLI,
+        step="acopula simulate",
         args=paper_params("acopula", "simulate"),
-        wildcards=wildcards_json,
         code=code_stamp("acopula"),
         out=folder_of("output", "metrics"),
     log:
         f"{AC}/logs/simulate_seed{{seed}}.log",
     benchmark:
         f"{AC}/benchmarks/simulate_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
-    shell:
-        "{params.cli} acopula simulate --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule acopula_stocks:
+use rule neurips26_step as acopula_stocks with:
     input:
         AC_STOCK_FILES,
     output:
         metrics=f"{AC}/stocks/metrics.json",
     params:
-        cli=CLI,
+        step="acopula stocks",
         args=paper_params("acopula", "stocks"),
         code=code_stamp("acopula"),
         out=folder_of("output", "metrics"),
@@ -67,23 +57,19 @@ rule acopula_stocks:
         f"{AC}/logs/stocks.log",
     benchmark:
         f"{AC}/benchmarks/stocks.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
-    shell:
-        "{params.cli} acopula stocks --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule acopula_survival:
+use rule neurips26_step as acopula_survival with:
     input:
         AC_SURVIVAL_FILES,
     output:
         metrics=f"{AC}/survival/metrics.json",
     params:
-        cli=CLI,
+        step="acopula survival",
         args=paper_params("acopula", "survival"),
         code=code_stamp("acopula"),
         out=folder_of("output", "metrics"),
@@ -91,17 +77,13 @@ rule acopula_survival:
         f"{AC}/logs/survival.log",
     benchmark:
         f"{AC}/benchmarks/survival.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
-    shell:
-        "{params.cli} acopula survival --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule acopula_figures:
+use rule neurips26_step as acopula_figures with:
     input:
         speed=rules.acopula_speed.output.metrics,
         timing=rules.acopula_speed.output.timing,
@@ -116,28 +98,24 @@ rule acopula_figures:
         summary=f"{AC}/summary.csv",
         claims=f"{AC}/claims.csv",
     params:
-        cli=CLI,
+        step="acopula figures",
         args=paper_params("acopula", "speed", seeds=config["acopula"]["seeds"]),
         code=code_stamp("acopula"),
-        speed=folder_of("input", "speed"),
-        simulate=folder_of("input", "simulate", up=2),
-        stocks=folder_of("input", "stocks"),
-        survival=folder_of("input", "survival"),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(
+            speed=folder_of("input", "speed"),
+            simulate=folder_of("input", "simulate", up=2),
+            stocks=folder_of("input", "stocks"),
+            survival=folder_of("input", "survival"),
+        ),
     log:
         f"{AC}/logs/figures.log",
     benchmark:
         f"{AC}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} acopula figures --params {params.args:q} --input speed={params.speed}"
-        " --input simulate={params.simulate} --input stocks={params.stocks} --input survival={params.survival}"
-        " --out {params.out} > {log} 2>&1"
 
 
 register_targets("acopula", rules.acopula_figures.output)

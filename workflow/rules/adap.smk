@@ -4,37 +4,31 @@ AD = "results/adap"
 AD_FIGURES = ["cost_ratio", "expected_cost"]
 
 
-rule adap_synthetic:
+use rule neurips26_step as adap_synthetic with:
     output:
         metrics=f"{AD}/eval/{{variant}}/metrics.json",
     wildcard_constraints:
         variant="(?!lm$)[a-z_]+",
     params:
-        cli=CLI,
+        step="adap synthetic",
         args=paper_params("adap", "seeds", "evaluation"),
-        wildcards=wildcards_json,
         code=code_stamp("adap"),
         out=folder_of("output", "metrics"),
     log:
         f"{AD}/logs/synthetic/{{variant}}.log",
     benchmark:
         f"{AD}/benchmarks/synthetic/{{variant}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=2000,
         runtime=config["adap"]["runtime_min"],
-    shell:
-        "{params.cli} adap synthetic --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule adap_lm:
+use rule neurips26_step as adap_lm with:
     output:
         metrics=f"{AD}/eval/lm/metrics.json",
     params:
-        cli=CLI,
+        step="adap lm",
         args=paper_params("adap", "seeds", "evaluation", "lm"),
         code=code_stamp("adap"),
         out=folder_of("output", "metrics"),
@@ -42,17 +36,13 @@ rule adap_lm:
         f"{AD}/logs/lm.log",
     benchmark:
         f"{AD}/benchmarks/lm.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=3000,
         runtime=config["adap"]["runtime_min"],
-    shell:
-        "{params.cli} adap lm --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule adap_figures:
+use rule neurips26_step as adap_figures with:
     input:
         metrics=expand(f"{AD}/eval/{{variant}}/metrics.json", variant=config["adap"]["run_variants"] + ["lm"]),
     output:
@@ -63,23 +53,19 @@ rule adap_figures:
         summary=f"{AD}/summary.csv",
         claims=f"{AD}/claims.csv",
     params:
-        cli=CLI,
+        step="adap figures",
         args=paper_params("adap", run_variants=config["adap"]["run_variants"] + ["lm"]),
         code=code_stamp("adap"),
-        evals=folder_of("input", "metrics", up=2),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(evals=folder_of("input", "metrics", up=2)),
     log:
         f"{AD}/logs/figures.log",
     benchmark:
         f"{AD}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} adap figures --params {params.args:q} --input evals={params.evals} --out {params.out} > {log} 2>&1"
 
 
 register_targets("adap", rules.adap_figures.output)

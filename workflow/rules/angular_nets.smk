@@ -5,23 +5,20 @@ AN = "results/angular_nets"
 AN_FIGURES = ["accuracy_vs_bits", "accuracy_vs_nu", "planted_recovery"]
 
 
-rule angular_nets_tune:
+use rule neurips26_step as angular_nets_tune with:
     input:
         data_paths("angular_nets", "cifar10_dir", "imagenet_dir", "glue_dir"),
     output:
         metrics=f"{AN}/tune/{{variant}}/metrics.json",
     params:
-        cli=CLI,
+        step="angular_nets tune",
         args=paper_params("angular_nets", "methods", "angular", "data", "arch", "train", "tune"),
-        wildcards=wildcards_json,
         code=code_stamp("angular_nets"),
         out=folder_of("output", "metrics"),
     log:
         f"{AN}/logs/tune/{{variant}}.log",
     benchmark:
         f"{AN}/benchmarks/tune/{{variant}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -30,31 +27,25 @@ rule angular_nets_tune:
             config["angular_nets"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} angular_nets tune --params {params.args:q}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule angular_nets_train:
+use rule neurips26_step as angular_nets_train with:
     input:
         data_paths("angular_nets", "cifar10_dir", "imagenet_dir", "glue_dir"),
         tune=listed_variant("angular_nets", "tune", f"{AN}/tune/{{variant}}/metrics.json"),
     output:
         metrics=f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json",
     params:
-        cli=CLI,
+        step="angular_nets train",
         args=paper_params("angular_nets", "methods", "angular", "nu_study_method", "nu_values",
                           "nu_study_min_features", "data", "arch", "train"),
-        wildcards=wildcards_json,
         code=code_stamp("angular_nets"),
         out=folder_of("output", "metrics"),
-        tune=folder_of("input", "tune"),
+        inputs=cli_inputs(tune=folder_of("input", "tune")),
     log:
         f"{AN}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{AN}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -63,16 +54,13 @@ rule angular_nets_train:
             config["angular_nets"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} angular_nets train --params {params.args:q} --input tune={params.tune}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule angular_nets_planted:
+use rule neurips26_step as angular_nets_planted with:
     output:
         metrics=f"{AN}/planted/metrics.json",
     params:
-        cli=CLI,
+        step="angular_nets planted",
         args=paper_params("angular_nets", "planted"),
         code=code_stamp("angular_nets"),
         out=folder_of("output", "metrics"),
@@ -80,18 +68,13 @@ rule angular_nets_planted:
         f"{AN}/logs/planted.log",
     benchmark:
         f"{AN}/benchmarks/planted.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
-    shell:
-        "{params.cli} angular_nets planted --params {params.args:q} --out {params.out}"
-        " --threads {threads} > {log} 2>&1"
 
 
-rule angular_nets_figures:
+use rule neurips26_step as angular_nets_figures with:
     input:
         metrics=grid("angular_nets", f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json"),
         planted=rules.angular_nets_planted.output.metrics,
@@ -103,30 +86,27 @@ rule angular_nets_figures:
         summary=f"{AN}/summary.csv",
         claims=f"{AN}/claims.csv",
     params:
+        step="angular_nets figures",
         args=paper_params(
             "angular_nets",
             "methods",
             run_variants=config["angular_nets"]["run_variants"],
             seeds=config["angular_nets"]["seeds"],
         ),
-        cli=CLI,
         code=code_stamp("angular_nets"),
-        trains=folder_of("input", "metrics", up=3),
-        planted=folder_of("input", "planted"),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(
+            trains=folder_of("input", "metrics", up=3),
+            planted=folder_of("input", "planted"),
+        ),
     log:
         f"{AN}/logs/figures.log",
     benchmark:
         f"{AN}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} angular_nets figures --params {params.args:q} --input trains={params.trains}"
-        " --input planted={params.planted} --out {params.out} > {log} 2>&1"
 
 
 register_targets("angular_nets", rules.angular_nets_figures.output)

@@ -9,33 +9,27 @@ AX_REAL_DIRS = [spec["data_dir"] for spec in config["apexphys"]["data"].get("rea
                 if config["apexphys"]["data"]["source"] == "real"]
 
 
-rule apexphys_generate:
+use rule neurips26_step as apexphys_generate with:
     input:
         AX_REAL_DIRS,
     output:
         manifest=f"{AX}/raw/seed{{seed}}/manifest.json",
     params:
-        cli=CLI,
+        step="apexphys generate",
         args=paper_params("apexphys", "data"),
-        wildcards=wildcards_json,
         code=code_stamp("apexphys"),
         out=folder_of("output", "manifest"),
     log:
         f"{AX}/logs/generate_seed{{seed}}.log",
     benchmark:
         f"{AX}/benchmarks/generate_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
-    shell:
-        "{params.cli} apexphys generate --params {params.args:q} --out {params.out} --threads {threads}"
-        " --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule apexphys_preprocess:
+use rule neurips26_step as apexphys_preprocess with:
     input:
         manifest=rules.apexphys_generate.output.manifest,
     output:
@@ -43,28 +37,22 @@ rule apexphys_preprocess:
         index=f"{AX}/data/seed{{seed}}/index.json",
         unsupervised=f"{AX}/data/seed{{seed}}/unsupervised.json",
     params:
-        cli=CLI,
+        step="apexphys preprocess",
         args=paper_params("apexphys", "data", "preprocess", "heart_rate"),
-        wildcards=wildcards_json,
         code=code_stamp("apexphys"),
-        raw=folder_of("input", "manifest"),
         out=folder_of("output", "clips"),
+        inputs=cli_inputs(raw=folder_of("input", "manifest")),
     log:
         f"{AX}/logs/preprocess_seed{{seed}}.log",
     benchmark:
         f"{AX}/benchmarks/preprocess_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=4000,
         runtime=60,
-    shell:
-        "{params.cli} apexphys preprocess --params {params.args:q} --input raw={params.raw}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule apexphys_tune:
+use rule neurips26_step as apexphys_tune with:
     input:
         clips=f"{AX}/data/seed{config['apexphys']['tuning']['seed']}/clips.safetensors",
         index=f"{AX}/data/seed{config['apexphys']['tuning']['seed']}/index.json",
@@ -72,18 +60,15 @@ rule apexphys_tune:
         choice=f"{AX}/tune/{{variant}}/choice.json",
         timing=f"{AX}/tune/{{variant}}/timing.json",
     params:
-        cli=CLI,
+        step="apexphys tune",
         args=paper_params("apexphys", "preprocess", "heart_rate", "model", "train", "tuning"),
-        wildcards=wildcards_json,
         code=code_stamp("apexphys"),
-        data=folder_of("input", "clips", up=2),
         out=folder_of("output", "choice"),
+        inputs=cli_inputs(data=folder_of("input", "clips", up=2)),
     log:
         f"{AX}/logs/tune/{{variant}}.log",
     benchmark:
         f"{AX}/benchmarks/tune/{{variant}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -92,12 +77,9 @@ rule apexphys_tune:
             config["apexphys"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} apexphys tune --params {params.args:q} --input data={params.data}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule apexphys_train:
+use rule neurips26_step as apexphys_train with:
     input:
         clips=expand(f"{AX}/data/seed{{seed}}/clips.safetensors", seed=config["apexphys"]["seeds"]),
         index=expand(f"{AX}/data/seed{{seed}}/index.json", seed=config["apexphys"]["seeds"]),
@@ -106,19 +88,18 @@ rule apexphys_train:
         metrics=f"{AX}/train/{{variant}}/metrics.json",
         timing=f"{AX}/train/{{variant}}/timing.json",
     params:
-        cli=CLI,
+        step="apexphys train",
         args=paper_params("apexphys", "seeds", "preprocess", "heart_rate", "model", "train"),
-        wildcards=wildcards_json,
         code=code_stamp("apexphys"),
-        data=folder_of("input", "clips", up=2),
-        tuned=folder_of("input", "tuned"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(
+            data=folder_of("input", "clips", up=2),
+            tuned=folder_of("input", "tuned"),
+        ),
     log:
         f"{AX}/logs/train/{{variant}}.log",
     benchmark:
         f"{AX}/benchmarks/train/{{variant}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -127,12 +108,9 @@ rule apexphys_train:
             config["apexphys"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} apexphys train --params {params.args:q} --input data={params.data}"
-        " --input tuned={params.tuned} --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule apexphys_figures:
+use rule neurips26_step as apexphys_figures with:
     input:
         metrics=expand(f"{AX}/train/{{variant}}/metrics.json", variant=config["apexphys"]["run_variants"]),
         unsupervised=expand(f"{AX}/data/seed{{seed}}/unsupervised.json", seed=config["apexphys"]["seeds"]),
@@ -144,25 +122,22 @@ rule apexphys_figures:
         summary=f"{AX}/summary.csv",
         claims=f"{AX}/claims.csv",
     params:
-        cli=CLI,
+        step="apexphys figures",
         args=paper_params("apexphys", "seeds", "data", run_variants=config["apexphys"]["run_variants"]),
         code=code_stamp("apexphys"),
-        evals=folder_of("input", "metrics", up=2),
-        data=folder_of("input", "unsupervised", up=2),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(
+            evals=folder_of("input", "metrics", up=2),
+            data=folder_of("input", "unsupervised", up=2),
+        ),
     log:
         f"{AX}/logs/figures.log",
     benchmark:
         f"{AX}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} apexphys figures --params {params.args:q} --input evals={params.evals}"
-        " --input data={params.data} --out {params.out} > {log} 2>&1"
 
 
 register_targets("apexphys", rules.apexphys_figures.output)

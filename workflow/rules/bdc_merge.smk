@@ -14,7 +14,7 @@ BM_CROSS_RUNS = expand(f"{BM}/cross/seed{{seed}}/metrics.json", seed=BM_CFG["cro
 BM_RUN_KEYS = ("models", "data", "calibration", "strengths", "strength", "bdc", "transport", "naive", "lora", "evaluate", "matched")
 
 
-rule bdc_merge_run:
+use rule neurips26_step as bdc_merge_run with:
     input:
         corpora=BM_TASKS,
         source=BM_SOURCE,
@@ -23,30 +23,25 @@ rule bdc_merge_run:
         metrics=f"{BM}/runs/seed{{seed}}/metrics.json",
         timing=f"{BM}/runs/seed{{seed}}/timing.json",
     params:
-        cli=CLI,
+        step="bdc_merge run",
         args=paper_params("bdc_merge", *BM_RUN_KEYS, "sweeps"),
-        wildcards=wildcards_json,
         code=code_stamp("bdc_merge"),
-        corpora=folder_of("input", "corpora", up=BM_TASKS_UP),
-        source=folder_of("input", "source"),
-        target=folder_of("input", "target"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(
+            corpora=folder_of("input", "corpora", up=BM_TASKS_UP),
+            source=folder_of("input", "source"),
+            target=folder_of("input", "target"),
+        ),
     log:
         f"{BM}/logs/run/seed{{seed}}.log",
     benchmark:
         f"{BM}/benchmarks/run/seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(BM_CFG["resources"]["run_mem_mb"], BM_CFG["resources"]["run_runtime_min"], BM_CFG["resources"]["run_gpus"]),
-    shell:
-        "{resources.mpi} {params.cli} bdc_merge run --params {params.args:q} --input corpora={params.corpora}"
-        " --input source={params.source} --input target={params.target} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule bdc_merge_cross_source:
+use rule neurips26_step as bdc_merge_cross_source with:
     input:
         corpora=f"{LM}/corpora/manifest.json",
         shared_tokenizer=f"{LM}/tokenizer/tokenizer.json",
@@ -54,29 +49,26 @@ rule bdc_merge_cross_source:
         model=f"{BM}/cross/source/model/model.safetensors",
         info=f"{BM}/cross/source/cross_tokenizer.json",
     params:
-        cli=CLI,
+        step="bdc_merge cross_source",
         args=paper_params("bdc_merge", "cross_tokenizer",
                           source_spec=config["lm_assets"]["models"][BM_CFG["models"]["source_asset"]]),
         code=code_stamp("bdc_merge"),
-        corpora=folder_of("input", "corpora"),
-        shared_tokenizer=folder_of("input", "shared_tokenizer"),
         out=folder_of("output", "info"),
+        inputs=cli_inputs(
+            corpora=folder_of("input", "corpora"),
+            shared_tokenizer=folder_of("input", "shared_tokenizer"),
+        ),
     log:
         f"{BM}/logs/cross_source.log",
     benchmark:
         f"{BM}/benchmarks/cross_source.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
-    shell:
-        "{params.cli} bdc_merge cross_source --params {params.args:q} --input corpora={params.corpora}"
-        " --input shared_tokenizer={params.shared_tokenizer} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule bdc_merge_cross_run:
+use rule neurips26_step as bdc_merge_cross_run with:
     input:
         corpora=f"{LM}/corpora/manifest.json",
         source=f"{BM}/cross/source/model/model.safetensors",
@@ -85,30 +77,26 @@ rule bdc_merge_cross_run:
         metrics=f"{BM}/cross/seed{{seed}}/metrics.json",
         timing=f"{BM}/cross/seed{{seed}}/timing.json",
     params:
-        cli=CLI,
+        step="bdc_merge run",
         args=paper_params("bdc_merge", *BM_RUN_KEYS, sweeps=False),
-        wildcards=wildcards_json,
         code=code_stamp("bdc_merge"),
-        corpora=folder_of("input", "corpora"),
-        source=folder_of("input", "source"),
-        target=folder_of("input", "target"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(
+            "--rule bdc_merge_cross_run",
+            corpora=folder_of("input", "corpora"),
+            source=folder_of("input", "source"),
+            target=folder_of("input", "target"),
+        ),
     log:
         f"{BM}/logs/cross/seed{{seed}}.log",
     benchmark:
         f"{BM}/benchmarks/cross/seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(BM_CFG["resources"]["run_mem_mb"], BM_CFG["resources"]["run_runtime_min"], BM_CFG["resources"]["run_gpus"]),
-    shell:
-        "{params.cli} bdc_merge run --params {params.args:q} --input corpora={params.corpora}"
-        " --input source={params.source} --input target={params.target} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} --rule bdc_merge_cross_run > {log} 2>&1"
 
 
-rule bdc_merge_figures:
+use rule neurips26_step as bdc_merge_figures with:
     input:
         metrics=expand(f"{BM}/runs/seed{{seed}}/metrics.json", seed=BM_CFG["seeds"]),
         timing=expand(f"{BM}/runs/seed{{seed}}/timing.json", seed=BM_CFG["seeds"]),
@@ -121,24 +109,22 @@ rule bdc_merge_figures:
         summary=f"{BM}/summary.csv",
         claims=f"{BM}/claims.csv",
     params:
-        cli=CLI,
+        step="bdc_merge figures",
         args=paper_params("bdc_merge", "calibration", "strengths", "strength", "general_tolerance"),
         code=code_stamp("bdc_merge"),
-        runs=folder_of("input", "metrics", up=2),
-        cross=(lambda wildcards, input: f" --input cross={Path(input.cross[0]).parent.parent}" if input.cross else ""),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(
+            optional_input("cross", folder_of("input", "cross", up=2)),
+            runs=folder_of("input", "metrics", up=2),
+        ),
     log:
         f"{BM}/logs/figures.log",
     benchmark:
         f"{BM}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} bdc_merge figures --params {params.args:q} --input runs={params.runs}{params.cross} --out {params.out} > {log} 2>&1"
 
 
 register_targets("bdc_merge", rules.bdc_merge_figures.output)

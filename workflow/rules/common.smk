@@ -1,6 +1,8 @@
 # Helpers only, no rules: config validation, targets, params lookup, code stamp, tracking hooks.
+import inspect
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -179,6 +181,59 @@ def listed_variant(paper, section, pattern):
 
 def wildcards_json(wildcards):
     return json.dumps(dict(wildcards.items()), sort_keys=True)
+
+
+def wildcards_arg(wildcards):
+    """The `--wildcards` argument of a step's shell line (for tracking); none for a rule without."""
+    return f" --wildcards {shlex.quote(wildcards_json(wildcards))}" if len(wildcards.keys()) else ""
+
+
+def launcher(wildcards, resources):
+    """What a step's shell line starts with: the `mpi` resource of `job_resources` (srun inside a
+    SLURM allocation for training and multi-rank jobs), or nothing."""
+    mpi = resources.get("mpi", "") if hasattr(resources, "get") else ""
+    return f"{mpi} " if mpi else ""
+
+
+def files_of(name):
+    """A params function: the job's input files `name`, space separated."""
+
+    def files(wildcards, input):
+        value = getattr(input, name, [])
+        return value if isinstance(value, str) else " ".join(value)
+
+    return files
+
+
+def optional_input(name, folder):
+    """A params function for `cli_inputs`: `--input name=<folder>` when the job has the input
+    (`folder` a `folder_of(...)`), nothing otherwise."""
+
+    def arg(wildcards, input, output):
+        path = folder(wildcards, input, output)
+        return f"--input {name}={path}" if path else ""
+
+    return arg
+
+
+def cli_inputs(*extra, **named):
+    """A params function: a step's `--input name=folder` arguments, one per keyword (a string or a
+    params function such as `folder_of(...)`; an empty folder means the input is not used), then
+    the `extra` arguments, each a string or a params function giving whole arguments (or '')."""
+
+    def call(value, wildcards, input, output):
+        if not callable(value):
+            return value
+        wanted = inspect.signature(value).parameters
+        given = {"wildcards": wildcards, "input": input, "output": output}
+        return value(*[given[name] for name in wanted])
+
+    def args(wildcards, input, output):
+        parts = [f"--input {name}={call(v, wildcards, input, output)}" for name, v in named.items()]
+        parts += [call(v, wildcards, input, output).strip() for v in extra]
+        return "".join(f" {p}" for p in parts if p)
+
+    return args
 
 
 def grid(paper, pattern):

@@ -4,21 +4,18 @@ CS = "results/crl_spectral"
 CS_FIGURES = ["spectrum", "error_vs_dim", "tail_ratio", "neural", "calibration"]
 
 
-rule crl_spectral_train:
+use rule neurips26_step as crl_spectral_train with:
     output:
         fits=f"{CS}/train/seed{{seed}}/fits.json",
     params:
-        cli=CLI,
+        step="crl_spectral train",
         args=paper_params("crl_spectral", "discrete", "continuous"),
-        wildcards=wildcards_json,
         code=code_stamp("crl_spectral"),
         out=folder_of("output", "fits"),
     log:
         f"{CS}/logs/train_seed{{seed}}.log",
     benchmark:
         f"{CS}/benchmarks/train_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -27,38 +24,30 @@ rule crl_spectral_train:
             config["crl_spectral"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} crl_spectral train --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule crl_spectral_evaluate:
+use rule neurips26_step as crl_spectral_evaluate with:
     input:
         fits=expand(f"{CS}/train/seed{{seed}}/fits.json", seed=config["crl_spectral"]["seeds"]),
     output:
         metrics=f"{CS}/eval/metrics.json",
     params:
-        cli=CLI,
+        step="crl_spectral evaluate",
         args=paper_params("crl_spectral", "calibration", seeds=config["crl_spectral"]["seeds"]),
         code=code_stamp("crl_spectral"),
-        train=folder_of("input", "fits", up=2),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(train=folder_of("input", "fits", up=2)),
     log:
         f"{CS}/logs/evaluate.log",
     benchmark:
         f"{CS}/benchmarks/evaluate.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} crl_spectral evaluate --params {params.args:q} --input train={params.train}"
-        " --out {params.out} > {log} 2>&1"
 
 
-rule crl_spectral_figures:
+use rule neurips26_step as crl_spectral_figures with:
     input:
         metrics=rules.crl_spectral_evaluate.output.metrics,
     output:
@@ -69,23 +58,19 @@ rule crl_spectral_figures:
         summary=f"{CS}/summary.csv",
         claims=f"{CS}/claims.csv",
     params:
-        cli=CLI,
+        step="crl_spectral figures",
         args=paper_params("crl_spectral", "discrete", "calibration"),
         code=code_stamp("crl_spectral"),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(metrics=files_of("metrics")),
     log:
         f"{CS}/logs/figures.log",
     benchmark:
         f"{CS}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} crl_spectral figures --params {params.args:q} --input metrics={input.metrics}"
-        " --out {params.out} > {log} 2>&1"
 
 
 register_targets("crl_spectral", rules.crl_spectral_figures.output)

@@ -12,22 +12,19 @@ EM_CHECKPOINTS = sorted({
 })
 
 
-rule embed_merge_pretrain:
+use rule neurips26_step as embed_merge_pretrain with:
     output:
         pretrained=f"{EM}/pretrain/{{variant}}/pretrained.safetensors",
         info=f"{EM}/pretrain/{{variant}}/pretrain.json",
     params:
-        cli=CLI,
+        step="embed_merge pretrain",
         args=paper_params("embed_merge", "method"),
-        wildcards=wildcards_json,
         code=code_stamp("embed_merge"),
         out=folder_of("output", "info"),
     log:
         f"{EM}/logs/pretrain/{{variant}}.log",
     benchmark:
         f"{EM}/benchmarks/pretrain/{{variant}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -36,12 +33,9 @@ rule embed_merge_pretrain:
             config["embed_merge"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} embed_merge pretrain --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule embed_merge_train:
+use rule neurips26_step as embed_merge_train with:
     input:
         EM_CHECKPOINTS,
         # the pre-trained ViT a vision domain's fine-tunes start from (none for the other kinds)
@@ -56,18 +50,15 @@ rule embed_merge_train:
         pretrained=f"{EM}/train/{{variant}}/seed{{seed}}/pretrained.safetensors",
         info=f"{EM}/train/{{variant}}/seed{{seed}}/train.json",
     params:
-        cli=CLI,
+        step="embed_merge train",
         args=paper_params("embed_merge", "method"),
-        wildcards=wildcards_json,
         code=code_stamp("embed_merge"),
         out=folder_of("output", "info"),
-        pretrain=lambda wildcards, input: f"--input pretrain={os.path.dirname(input.pretrain)}" if "pretrain" in input.keys() else "",
+        inputs=cli_inputs(optional_input("pretrain", folder_of("input", "pretrain"))),
     log:
         f"{EM}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{EM}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -76,12 +67,9 @@ rule embed_merge_train:
             config["embed_merge"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} embed_merge train --params {params.args:q} {params.pretrain} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule embed_merge_merge:
+use rule neurips26_step as embed_merge_merge with:
     input:
         EM_CHECKPOINTS,
         info=rules.embed_merge_train.output.info,
@@ -89,18 +77,15 @@ rule embed_merge_merge:
     output:
         metrics=f"{EM}/merge/{{variant}}/seed{{seed}}/metrics.json",
     params:
-        cli=CLI,
+        step="embed_merge merge",
         args=paper_params("embed_merge", "method", "merge", "resources"),
-        wildcards=wildcards_json,
         code=code_stamp("embed_merge"),
-        train=folder_of("input", "info"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(train=folder_of("input", "info")),
     log:
         f"{EM}/logs/merge/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{EM}/benchmarks/merge/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -108,12 +93,9 @@ rule embed_merge_merge:
             config["embed_merge"]["resources"]["merge_runtime_min"],
             config["embed_merge"]["resources"]["merge_gpus"],
         ),
-    shell:
-        "{resources.mpi} {params.cli} embed_merge merge --params {params.args:q} --input train={params.train}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule embed_merge_figures:
+use rule neurips26_step as embed_merge_figures with:
     input:
         metrics=grid("embed_merge", f"{EM}/merge/{{variant}}/seed{{seed}}/metrics.json"),
     output:
@@ -124,27 +106,23 @@ rule embed_merge_figures:
         summary=f"{EM}/summary.csv",
         claims=f"{EM}/claims.csv",
     params:
-        cli=CLI,
+        step="embed_merge figures",
         args=paper_params(
             "embed_merge",
             run_variants=config["embed_merge"]["run_variants"],
             seeds=config["embed_merge"]["seeds"],
         ),
         code=code_stamp("embed_merge"),
-        merges=folder_of("input", "metrics", up=3),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(merges=folder_of("input", "metrics", up=3)),
     log:
         f"{EM}/logs/figures.log",
     benchmark:
         f"{EM}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} embed_merge figures --params {params.args:q} --input merges={params.merges} --out {params.out} > {log} 2>&1"
 
 
 register_targets("embed_merge", rules.embed_merge_figures.output)

@@ -14,14 +14,14 @@ ND_FIGURES = (["fd_vs_steps", "fd_vs_flops", "fd_vs_wallclock", "mechanism", "sa
               + (["size_study"] if ND_SIZE_RUNS else []))
 
 
-rule nar_dit_prepare:
+use rule neurips26_step as nar_dit_prepare with:
     input:
         data_paths("nar_dit", "features_dir", "labels_dir"),
     output:
         images=f"{ND}/data/images.safetensors",
         manifest=f"{ND}/data/manifest.json",
     params:
-        cli=CLI,
+        step="nar_dit prepare",
         args=paper_params("nar_dit", "data"),
         code=code_stamp("nar_dit"),
         out=folder_of("output", "images"),
@@ -29,44 +29,35 @@ rule nar_dit_prepare:
         f"{ND}/logs/prepare.log",
     benchmark:
         f"{ND}/benchmarks/prepare.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=4000,
         runtime=60,
-    shell:
-        "{params.cli} nar_dit prepare --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule nar_dit_classifier:
+use rule neurips26_step as nar_dit_classifier with:
     input:
         images=rules.nar_dit_prepare.output.images,
     output:
         net=f"{ND}/classifier/classifier.safetensors",
         metrics=f"{ND}/classifier/metrics.json",
     params:
-        cli=CLI,
+        step="nar_dit classifier",
         args=paper_params("nar_dit", "data", "classifier"),
         code=code_stamp("nar_dit"),
-        data=folder_of("input", "images"),
         out=folder_of("output", "net"),
+        inputs=cli_inputs(data=folder_of("input", "images")),
     log:
         f"{ND}/logs/classifier.log",
     benchmark:
         f"{ND}/benchmarks/classifier.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=3000,
         runtime=30,
-    shell:
-        "{params.cli} nar_dit classifier --params {params.args:q} --input data={params.data}"
-        " --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule nar_dit_train:
+use rule neurips26_step as nar_dit_train with:
     input:
         images=rules.nar_dit_prepare.output.images,
     output:
@@ -74,18 +65,15 @@ rule nar_dit_train:
         info=f"{ND}/train/{{variant}}/seed{{seed}}/train.json",
         timing=f"{ND}/train/{{variant}}/seed{{seed}}/timing.json",
     params:
-        cli=CLI,
+        step="nar_dit train",
         args=paper_params("nar_dit", "model", "train"),
-        wildcards=wildcards_json,
         code=code_stamp("nar_dit"),
-        data=folder_of("input", "images"),
         out=folder_of("output", "snapshots"),
+        inputs=cli_inputs(data=folder_of("input", "images")),
     log:
         f"{ND}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{ND}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -93,12 +81,9 @@ rule nar_dit_train:
             cpu_ranks=ND_RES["train_cpu_ranks"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} nar_dit train --params {params.args:q} --input data={params.data}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule nar_dit_evaluate:
+use rule neurips26_step as nar_dit_evaluate with:
     input:
         images=rules.nar_dit_prepare.output.images,
         # the FD_cls feature network; the paper-scale Inception metric needs none
@@ -108,31 +93,26 @@ rule nar_dit_evaluate:
         metrics=f"{ND}/eval/{{variant}}/seed{{seed}}/metrics.json",
         samples=f"{ND}/eval/{{variant}}/seed{{seed}}/samples.safetensors",
     params:
-        cli=CLI,
+        step="nar_dit evaluate",
         args=paper_params("nar_dit", "model", "train", "evaluate"),
-        wildcards=wildcards_json,
         code=code_stamp("nar_dit"),
-        data=folder_of("input", "images"),
-        classifier=folder_of("input", "net"),
-        train=folder_of("input", "snapshots"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(
+            data=folder_of("input", "images"),
+            classifier=folder_of("input", "net"),
+            train=folder_of("input", "snapshots"),
+        ),
     log:
         f"{ND}/logs/eval/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{ND}/benchmarks/eval/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(ND_RES["evaluate_mem_mb"], ND_RES["evaluate_runtime_min"], ND_RES["evaluate_gpus"]),
-    shell:
-        "{resources.mpi} {params.cli} nar_dit evaluate --params {params.args:q} --input data={params.data}"
-        " --input classifier={params.classifier} --input train={params.train}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 # size study: every regime of the study and every seed at one smaller size, in one job
-rule nar_dit_size:
+use rule neurips26_step as nar_dit_size with:
     wildcard_constraints:
         size="[A-Za-z0-9_]+",
     input:
@@ -141,32 +121,24 @@ rule nar_dit_size:
     output:
         metrics=f"{ND}/size/{{size}}/metrics.json",
     params:
-        cli=CLI,
+        step="nar_dit size",
         args=paper_params("nar_dit", "model", "train", "evaluate", "variants", "size_study",
                           seeds=config["nar_dit"]["seeds"], run_variants=config["nar_dit"]["run_variants"],
                           wildcards_in=("size",)),
-        wildcards=wildcards_json,
         code=code_stamp("nar_dit"),
-        data=folder_of("input", "images"),
-        classifier=folder_of("input", "net"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(data=folder_of("input", "images"), classifier=folder_of("input", "net")),
     log:
         f"{ND}/logs/size/{{size}}.log",
     benchmark:
         f"{ND}/benchmarks/size/{{size}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         # the training rule's machine; the job trains (and samples from) every regime x seed in turn
         **job_resources(ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"], training=True),
-    shell:
-        "{resources.mpi} {params.cli} nar_dit size --params {params.args:q} --input data={params.data}"
-        " --input classifier={params.classifier} --out {params.out} --threads {threads}"
-        " --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule nar_dit_figures:
+use rule neurips26_step as nar_dit_figures with:
     input:
         sizes=ND_SIZE_RUNS,
         metrics=grid("nar_dit", f"{ND}/eval/{{variant}}/seed{{seed}}/metrics.json"),
@@ -182,7 +154,7 @@ rule nar_dit_figures:
         size_study=[f"{ND}/size_study.csv"] if ND_SIZE_RUNS else [],
         claims=f"{ND}/claims.csv",
     params:
-        cli=CLI,
+        step="nar_dit figures",
         args=paper_params(
             "nar_dit",
             "claims",
@@ -191,23 +163,20 @@ rule nar_dit_figures:
             seeds=config["nar_dit"]["seeds"],
         ),
         code=code_stamp("nar_dit"),
-        evals=folder_of("input", "metrics", up=3),
-        trains=folder_of("input", "info", up=3),
-        sizes=f"--input sizes={ND}/size" if ND_SIZE_RUNS else "",
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(
+            f"--input sizes={ND}/size" if ND_SIZE_RUNS else "",
+            evals=folder_of("input", "metrics", up=3),
+            trains=folder_of("input", "info", up=3),
+        ),
     log:
         f"{ND}/logs/figures.log",
     benchmark:
         f"{ND}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} nar_dit figures --params {params.args:q} --input evals={params.evals}"
-        " --input trains={params.trains} {params.sizes} --out {params.out} > {log} 2>&1"
 
 
 register_targets("nar_dit", rules.nar_dit_figures.output)

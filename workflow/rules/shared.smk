@@ -9,11 +9,11 @@
 LM = LM_ASSETS
 
 
-rule lm_corpora:
+use rule neurips26_step as lm_corpora with:
     output:
         manifest=f"{LM}/corpora/manifest.json",
     params:
-        cli=CLI,
+        step="lm_assets corpora",
         args=paper_params("lm_assets", "corpora"),
         code=code_stamp("lm_assets"),
         out=folder_of("output", "manifest"),
@@ -21,43 +21,34 @@ rule lm_corpora:
         f"{LM}/logs/corpora.log",
     benchmark:
         f"{LM}/benchmarks/corpora.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} lm_assets corpora --params {params.args:q} --out {params.out} > {log} 2>&1"
 
 
-rule lm_tokenizer:
+use rule neurips26_step as lm_tokenizer with:
     input:
         corpora=f"{LM}/corpora/manifest.json",
     output:
         tokenizer=f"{LM}/tokenizer/tokenizer.json",
     params:
-        cli=CLI,
+        step="lm_assets tokenizer",
         args=paper_params("lm_assets", "tokenizer"),
         code=code_stamp("lm_assets"),
-        corpora=folder_of("input", "corpora"),
         out=folder_of("output", "tokenizer"),
+        inputs=cli_inputs(corpora=folder_of("input", "corpora")),
     log:
         f"{LM}/logs/tokenizer.log",
     benchmark:
         f"{LM}/benchmarks/tokenizer.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} lm_assets tokenizer --params {params.args:q} --input corpora={params.corpora}"
-        " --out {params.out} > {log} 2>&1"
 
 
-rule lm_pretrain:
+use rule neurips26_step as lm_pretrain with:
     input:
         corpora=f"{LM}/corpora/manifest.json",
         tokenizer=f"{LM}/tokenizer/tokenizer.json",
@@ -65,24 +56,20 @@ rule lm_pretrain:
         model=f"{LM}/models/{{model}}/model/model.safetensors",
         metrics=f"{LM}/models/{{model}}/pretrain_metrics.json",
     params:
-        cli=CLI,
+        step="lm_assets pretrain",
         args=lm_model_params,
-        wildcards=wildcards_json,
         code=code_stamp("lm_assets"),
-        corpora=folder_of("input", "corpora"),
-        tokenizer=folder_of("input", "tokenizer"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(
+            corpora=folder_of("input", "corpora"),
+            tokenizer=folder_of("input", "tokenizer"),
+        ),
     log:
         f"{LM}/logs/pretrain/{{model}}.log",
     benchmark:
         f"{LM}/benchmarks/pretrain/{{model}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=3000,
         runtime=60,
-    shell:
-        "{params.cli} lm_assets pretrain --params {params.args:q} --input corpora={params.corpora}"
-        " --input tokenizer={params.tokenizer} --out {params.out} --threads {threads}"
-        " --wildcards {params.wildcards:q} > {log} 2>&1"
+

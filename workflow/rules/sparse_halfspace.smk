@@ -4,57 +4,46 @@ SH = "results/sparse_halfspace"
 SH_FIGURES = ["error_vs_n", "error_vs_d", "error_vs_noise", "sample_complexity"]
 
 
-rule sparse_halfspace_train:
+use rule neurips26_step as sparse_halfspace_train with:
     output:
         results=f"{SH}/train/seed{{seed}}/results.json",
     params:
-        cli=CLI,
+        step="sparse_halfspace train",
         args=paper_params("sparse_halfspace", "problem", "adversary", "noise_sweep", "complexity", "algorithm", "baselines"),
-        wildcards=wildcards_json,
         code=code_stamp("sparse_halfspace"),
         out=folder_of("output", "results"),
     log:
         f"{SH}/logs/train_seed{{seed}}.log",
     benchmark:
         f"{SH}/benchmarks/train_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=config["sparse_halfspace"]["resources"]["train_mem_mb"],
         runtime=config["sparse_halfspace"]["resources"]["train_runtime_min"],
-    shell:
-        "{params.cli} sparse_halfspace train --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule sparse_halfspace_evaluate:
+use rule neurips26_step as sparse_halfspace_evaluate with:
     input:
         results=expand(f"{SH}/train/seed{{seed}}/results.json", seed=config["sparse_halfspace"]["seeds"]),
     output:
         metrics=f"{SH}/eval/metrics.json",
     params:
-        cli=CLI,
+        step="sparse_halfspace evaluate",
         args=paper_params("sparse_halfspace", "complexity", "noise_sweep", seeds=config["sparse_halfspace"]["seeds"]),
         code=code_stamp("sparse_halfspace"),
-        train=folder_of("input", "results", up=2),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(train=folder_of("input", "results", up=2)),
     log:
         f"{SH}/logs/evaluate.log",
     benchmark:
         f"{SH}/benchmarks/evaluate.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} sparse_halfspace evaluate --params {params.args:q} --input train={params.train}"
-        " --out {params.out} > {log} 2>&1"
 
 
-rule sparse_halfspace_figures:
+use rule neurips26_step as sparse_halfspace_figures with:
     input:
         metrics=rules.sparse_halfspace_evaluate.output.metrics,
     output:
@@ -65,23 +54,19 @@ rule sparse_halfspace_figures:
         summary=f"{SH}/summary.csv",
         claims=f"{SH}/claims.csv",
     params:
-        cli=CLI,
+        step="sparse_halfspace figures",
         args=paper_params("sparse_halfspace", "problem", "adversary"),
         code=code_stamp("sparse_halfspace"),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(metrics=files_of("metrics")),
     log:
         f"{SH}/logs/figures.log",
     benchmark:
         f"{SH}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} sparse_halfspace figures --params {params.args:q} --input metrics={input.metrics}"
-        " --out {params.out} > {log} 2>&1"
 
 
 register_targets("sparse_halfspace", rules.sparse_halfspace_figures.output)

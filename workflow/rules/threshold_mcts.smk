@@ -4,37 +4,31 @@ TM = "results/threshold_mcts"
 TM_FIGURES = ["error_rate", "stopping_time", "round_time"]
 
 
-rule threshold_mcts_simulate:
+use rule neurips26_step as threshold_mcts_simulate with:
     output:
         metrics=f"{TM}/simulate/{{variant}}/metrics.json",
     params:
-        cli=CLI,
+        step="threshold_mcts simulate",
         args=paper_params("threshold_mcts", "seeds", "deltas", "runs", "algorithms", "stopping", "lp_check_trees",
                           "asymptotics"),
-        wildcards=wildcards_json,
         code=code_stamp("threshold_mcts"),
         out=folder_of("output", "metrics"),
     log:
         f"{TM}/logs/simulate/{{variant}}.log",
     benchmark:
         f"{TM}/benchmarks/simulate/{{variant}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=1000,
         runtime=config["threshold_mcts"]["runtime_min"],
-    shell:
-        "{params.cli} threshold_mcts simulate --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule threshold_mcts_timing:
+use rule neurips26_step as threshold_mcts_timing with:
     output:
         metrics=f"{TM}/timing/metrics.json",
         timing=f"{TM}/timing/timing.json",
     params:
-        cli=CLI,
+        step="threshold_mcts timing",
         args=paper_params("threshold_mcts", "timing"),
         code=code_stamp("threshold_mcts"),
         out=folder_of("output", "metrics"),
@@ -42,17 +36,13 @@ rule threshold_mcts_timing:
         f"{TM}/logs/timing.log",
     benchmark:
         f"{TM}/benchmarks/timing.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=config["threshold_mcts"]["runtime_min"],
-    shell:
-        "{params.cli} threshold_mcts timing --params {params.args:q} --out {params.out} --threads {threads} > {log} 2>&1"
 
 
-rule threshold_mcts_figures:
+use rule neurips26_step as threshold_mcts_figures with:
     input:
         metrics=expand(f"{TM}/simulate/{{variant}}/metrics.json", variant=config["threshold_mcts"]["run_variants"]),
         timing=f"{TM}/timing/timing.json",
@@ -64,25 +54,22 @@ rule threshold_mcts_figures:
         summary=f"{TM}/summary.csv",
         claims=f"{TM}/claims.csv",
     params:
-        cli=CLI,
+        step="threshold_mcts figures",
         args=paper_params("threshold_mcts", run_variants=config["threshold_mcts"]["run_variants"]),
         code=code_stamp("threshold_mcts"),
-        sims=folder_of("input", "metrics", up=2),
-        timing=folder_of("input", "timing"),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(
+            sims=folder_of("input", "metrics", up=2),
+            timing=folder_of("input", "timing"),
+        ),
     log:
         f"{TM}/logs/figures.log",
     benchmark:
         f"{TM}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} threshold_mcts figures --params {params.args:q} --input sims={params.sims}"
-        " --input timing={params.timing} --out {params.out} > {log} 2>&1"
 
 
 register_targets("threshold_mcts", rules.threshold_mcts_figures.output)
