@@ -26,9 +26,10 @@ run: $(STAMP)
 	@-$(VENV)/bin/neurips26 compare reference results | head -n 1
 
 # After a change that moves results on purpose: record this run as the reference and
-# regenerate every paper README's claims table from it (commit both).
+# regenerate every paper README's claims table from it (commit both). With PAPERS="a b", only
+# those papers' rows are replaced (after a run of those papers alone); the others keep theirs.
 reference: $(STAMP)
-	$(VENV)/bin/neurips26 reference --results results --out reference
+	$(VENV)/bin/neurips26 reference --results results --out reference $(if $(PAPERS),--papers $(PAPERS))
 	$(VENV)/bin/neurips26 readme --summary reference/summary.csv
 
 test: $(STAMP)

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from neurips26.core import claims, reference, report
@@ -31,3 +32,38 @@ def test_every_readme_table_matches_the_reference():
         table = report.readme_table_rows(reference.readme_path(paper).read_text())
         ref = [r for r in read_csv(REF) if r["paper"] == paper]
         assert [(t["claim"], t["reproduced"]) for t in table] == [(r["claim"], r["reproduced"]) for r in ref]
+
+
+def _row(paper, claim, verdict):
+    row = {c: "" for c in claims.COLUMNS}
+    row.update(paper=paper, claim=claim, kind="comparison", reproduced=verdict, criterion="c", scale="default")
+    return row
+
+
+def test_partial_update_replaces_only_the_named_papers(tmp_path, monkeypatch):
+    from neurips26.core import io
+
+    monkeypatch.setattr("neurips26.core.tracking.git_state",
+                        lambda *_: {"commit": "new", "dirty": "false"})
+    monkeypatch.setattr("neurips26.core.config.load_config", lambda *_: {"x": 1})
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    io.write_csv(ref / "summary.csv", [_row("a", "a1", "yes"), _row("b", "b1", "no"), _row("c", "c1", "yes")],
+                 claims.COLUMNS)
+    io.write_json(ref / "run.json", {"commit": "old", "config_hash": "h0", "papers": ["a", "b", "c"]})
+    results = tmp_path / "results"
+    results.mkdir()
+    # a run of b alone, and a new paper d
+    io.write_csv(results / "summary.csv", [_row("b", "b1", "yes"), _row("b", "b2", "no"), _row("d", "d1", "no")],
+                 claims.COLUMNS)
+    reference.make_reference(results, ref, papers=["b", "d"], workflow_dir=tmp_path)
+    rows = read_csv(ref / "summary.csv")
+    assert [(r["paper"], r["claim"], r["reproduced"]) for r in rows] == [
+        ("a", "a1", "yes"), ("b", "b1", "yes"), ("b", "b2", "no"), ("c", "c1", "yes"), ("d", "d1", "no")]
+    meta = read_json(ref / "run.json")
+    assert meta["paper_runs"]["a"]["commit"] == "old" and meta["paper_runs"]["b"]["commit"] == "new"
+    assert meta["paper_runs"]["d"]["commit"] == "new" and meta["rows"] == 5
+    # naming a paper the run did not produce is an error, and the reference stays as it was
+    with pytest.raises(ValueError, match="has no rows of e"):
+        reference.make_reference(results, ref, papers=["e"], workflow_dir=tmp_path)
+    assert read_json(ref / "run.json")["rows"] == 5

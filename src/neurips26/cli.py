@@ -181,7 +181,11 @@ def _readme(args) -> int:
 def _reference(args) -> int:
     from .core import reference
 
-    written = reference.make_reference(Path(args.results), Path(args.out), args.configfile)
+    try:
+        written = reference.make_reference(Path(args.results), Path(args.out), args.configfile, papers=args.papers)
+    except ValueError as exc:
+        print(f"neurips26 reference: {exc}")
+        return 2
     print("\n".join(f"wrote {p}" for p in written))
     return 0
 
@@ -246,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     p_ref.add_argument("--results", default="results")
     p_ref.add_argument("--out", default="reference")
     p_ref.add_argument("--configfile", action="append", default=[], help="configs the run used on top of config/config.yaml")
+    p_ref.add_argument("--papers", nargs="+", default=[], help="update only these papers' rows (the others keep theirs)")
 
     p_cost = sub.add_parser("cost", help="GPU-hours and CPU-hours per paper that a config asks a SLURM cluster for")
     p_cost.add_argument("--configfile", action="append", default=[], help="extra config on top of config/config.yaml")

@@ -27,22 +27,46 @@ def _summary_file(path: Path) -> Path:
     return path / "summary.csv" if path.is_dir() else path
 
 
-def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), workflow_dir: Path = Path(".")) -> list[Path]:
-    """reference/summary.csv (every column) and reference/run.json (commit, config hash, machine)."""
-    from .tracking import git_state
+def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), workflow_dir: Path = Path("."),
+                   papers: Sequence[str] = ()) -> list[Path]:
+    """reference/summary.csv (every column) and reference/run.json (commit, config hash, machine).
 
+    With `papers`, only those papers' rows are taken from the run (which may have run only them,
+    e.g. `--config papers='[p]'`); every other paper keeps its rows from the existing reference,
+    and run.json records for each paper the commit and config hash its rows came from."""
+    from .tracking import git_state
     import torch
 
     git = git_state(workflow_dir)  # before writing: the new summary itself must not count as a change
     rows = read_claims([_summary_file(results)])
+    run_hash = _run_config_hash(Path(results), workflow_dir, configfiles)
+    origin = {p: {"commit": git["commit"], "config_hash": run_hash} for p in sorted({r["paper"] for r in rows})}
+    if papers:
+        missing = sorted(set(papers) - set(origin))
+        if missing:
+            raise ValueError(f"{_summary_file(results)} has no rows of {', '.join(missing)}: run those papers first")
+        old_meta = read_json(out / "run.json") if (out / "run.json").exists() else {}
+        old_rows = read_claims([out / "summary.csv"]) if (out / "summary.csv").exists() else []
+        kept = [r for r in old_rows if r["paper"] not in papers]
+        old_origin = old_meta.get("paper_runs") or {
+            p: {"commit": old_meta.get("commit", "?"), "config_hash": old_meta.get("config_hash", "?")}
+            for p in old_meta.get("papers", [])}
+        origin = {**{p: v for p, v in old_origin.items() if p not in papers},
+                  **{p: origin[p] for p in papers}}
+        new = [r for r in rows if r["paper"] in papers]
+        order = {p: i for i, p in enumerate(dict.fromkeys([r["paper"] for r in old_rows] + list(papers)))}
+        rows = sorted(kept + new, key=lambda r: order[r["paper"]])  # stable: each paper's rows keep their order
+        from .config import load_config
+        run_hash = config_hash(load_config(workflow_dir, list(configfiles)))
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "summary.csv", rows, COLUMNS)
     meta = {"commit": git["commit"], "dirty": git["dirty"],
             "configfiles": ["config/config.yaml", *configfiles],
-            "config_hash": _run_config_hash(Path(results), workflow_dir, configfiles),
+            "config_hash": run_hash,
             "machine": {"system": platform.system(), "arch": platform.machine(), "cpus": os.cpu_count(),
                         "python": platform.python_version(), "torch": torch.__version__},
-            "rows": len(rows), "papers": sorted({r["paper"] for r in rows})}
+            "rows": len(rows), "papers": sorted({r["paper"] for r in rows}),
+            "paper_runs": {p: origin[p] for p in sorted(origin) if p in {r["paper"] for r in rows}}}
     write_json(out / "run.json", meta)
     return [out / "summary.csv", out / "run.json"]
 
