@@ -176,3 +176,16 @@ def test_federation_is_deterministic_and_resumes_finished_runs(minilm, tmp_path)
     for t in a.B:
         assert all(torch.equal(a.B[t][0], x) for x in a.B[t])
     assert float(a.B["query"][0].abs().max()) > 0  # B moved away from its zero start
+
+
+def test_csv_task_reads_a_seeded_subsample(tmp_path):
+    from neurips26.core import io
+
+    io.write_csv(tmp_path / "train.csv", [{"sentence": f"s{i}", "label": i % 3} for i in range(10)])
+    io.write_csv(tmp_path / "test.csv", [{"sentence": f"t{i}", "label": i % 3} for i in range(4)])
+    s, y, classes, n_train = tasks.read_csv_task(tmp_path, 6, 10, 0)
+    assert classes == 3 and n_train == 6 and len(s) == 10 and len(set(s[:6])) == 6
+    assert all(x.startswith("t") for x in s[6:])
+    assert tasks.read_csv_task(tmp_path, 6, 10, 0)[0] == s
+    with pytest.raises(FileNotFoundError, match="config key 'k'"):
+        tasks.read_csv_task(tmp_path / "missing", 1, 1, 0, key="k")

@@ -1,11 +1,13 @@
 # fedlora_align: ALIGN, subspace alignment for federated LoRA.
-# data (variant x seed: sentences, frozen MiniLM layers run once) -> federate (variant x seed:
+# data (variant x seed: sentences, frozen MiniLM layers run once) -> train (variant x seed:
 # every alpha x method federation on the shared fed_harness) -> figures
 FA = "results/fedlora_align"
 FA_FIGURES = ["conflict_vs_heterogeneity", "conflict_per_round", "accuracy_vs_heterogeneity"]
 
 
 rule fedlora_align_data:
+    input:
+        data_paths("fedlora_align", "data_dir"),
     output:
         data=f"{FA}/data/{{variant}}/seed{{seed}}/data.safetensors",
         info=f"{FA}/data/{{variant}}/seed{{seed}}/data.json",
@@ -30,13 +32,13 @@ rule fedlora_align_data:
         " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule fedlora_align_federate:
+rule fedlora_align_train:
     input:
         data=rules.fedlora_align_data.output.data,
         info=rules.fedlora_align_data.output.info,
     output:
-        metrics=f"{FA}/federate/{{variant}}/seed{{seed}}/metrics.json",
-        timing=f"{FA}/federate/{{variant}}/seed{{seed}}/timing.json",
+        metrics=f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json",
+        timing=f"{FA}/train/{{variant}}/seed{{seed}}/timing.json",
     params:
         cli=CLI,
         args=paper_params("fedlora_align", "data", "federation", "methods", "align"),
@@ -45,27 +47,27 @@ rule fedlora_align_federate:
         data=folder_of("input", "info"),
         out=folder_of("output", "metrics"),
     log:
-        f"{FA}/logs/federate/{{variant}}_seed{{seed}}.log",
+        f"{FA}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
-        f"{FA}/benchmarks/federate/{{variant}}_seed{{seed}}.tsv"
+        f"{FA}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
     conda:
         ENV
     threads: THREADS
     resources:
         **job_resources(
-            config["fedlora_align"]["resources"]["federate_mem_mb"],
-            config["fedlora_align"]["resources"]["federate_runtime_min"],
-            config["fedlora_align"]["resources"]["federate_gpus"],
+            config["fedlora_align"]["resources"]["train_mem_mb"],
+            config["fedlora_align"]["resources"]["train_runtime_min"],
+            config["fedlora_align"]["resources"]["train_gpus"],
             training=True,
         ),
     shell:
-        "{resources.mpi} {params.cli} fedlora_align federate --params {params.args:q} --input data={params.data}"
+        "{resources.mpi} {params.cli} fedlora_align train --params {params.args:q} --input data={params.data}"
         " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
 rule fedlora_align_figures:
     input:
-        metrics=grid("fedlora_align", f"{FA}/federate/{{variant}}/seed{{seed}}/metrics.json"),
+        metrics=grid("fedlora_align", f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json"),
     output:
         figures=[
             report(f"{FA}/figures/{name}.png", caption=f"../report/fedlora_align_{name}.rst", category="fedlora_align")

@@ -127,7 +127,7 @@ class Engine:
 
     def _factors(self, i, t):
         B, A = _lora(getattr(self.nets[i], t))
-        return B.detach().double().clone(), A.detach().double().clone()
+        return B.detach().cpu().double().clone(), A.detach().cpu().double().clone()
 
     # ---- client side
     def penalty(self, i):
@@ -140,7 +140,7 @@ class Engine:
             if U is None:
                 continue
             B = _lora(getattr(self.nets[i], t))[0]
-            U = U.to(B.dtype)
+            U = U.to(B.device, B.dtype)
             total = total + 0.5 * mu * (B - U @ (U.T @ B)).pow(2).sum()
         return total
 
@@ -163,7 +163,7 @@ class Engine:
             d = self.agg(B, A, list(self.sizes), list(self.ranks), state)
             if d.base_delta is not None:  # the frozen modules are shared: apply once
                 base = getattr(self.nets[0], t).base_layer.weight
-                base.add_(d.base_delta.to(base.dtype))
+                base.add_(d.base_delta.to(base.device, base.dtype))
                 prev = self.base_delta[t]
                 self.base_delta[t] = d.base_delta.double().clone() if prev is None else prev + d.base_delta.double()
             for i in range(n):
@@ -176,9 +176,9 @@ class Engine:
             self.start[t] = [self._factors(i, t) for i in range(n)]
         # FedAvg of the classifier heads
         for name in ("weight", "bias"):
-            avg = agg_mod.weighted_sum([getattr(net.head, name).detach().double() for net in self.nets], self.p)
+            avg = agg_mod.weighted_sum([getattr(net.head, name).detach().cpu().double() for net in self.nets], self.p)
             for net in self.nets:
-                getattr(net.head, name).copy_(avg.to(torch.float32))
+                getattr(net.head, name).copy_(avg.to(torch.float32))  # copy_ crosses devices
         print(f"fed_harness: {self.agg.name} round {rnd + 1}/{self.s.rounds}: mean local loss {mean_loss:.4f}, "
               f"column conflict {np.mean([r['column'] for r in self.records[-len(self.layers):]]):.3f}", flush=True)
 
@@ -210,8 +210,11 @@ def _module_class():
         def training_step(self, batch, _):
             e, data = self.engine, self.engine.train
             total = 0.0
+            dev = self.device
             for i, idx in enumerate(batch):
-                loss = F.cross_entropy(self.clients[i](data.hidden[idx], data.mask[idx]), data.labels[idx])
+                idx = idx.cpu()
+                out = self.clients[i](data.hidden[idx].to(dev), data.mask[idx].to(dev))
+                loss = F.cross_entropy(out, data.labels[idx].to(dev))
                 e.loss_sum += float(loss.detach()) * e.p[i]
                 total = total + loss + e.penalty(i)
             e.loss_n += 1
@@ -271,6 +274,7 @@ def run_federation(base: nn.Module, train: Encoded, test: Encoded, parts, ranks,
                                          shuffle=False)
     module = _module_class()(engine)
     fit(trainer, module, loader, resume)
+    module.cpu()
     acc = np.stack([per_class_accuracy(net, test, classes) for net in nets])
     res = FedResult(acc, engine.records)
     for t in engine.layers:

@@ -121,7 +121,8 @@ def encode(tok, model, sentences: list[str], labels, lora_layers: int, max_lengt
     first = len(model.encoder.layer) - lora_layers
     hs = []
     for i in range(0, len(sentences), batch_size):
-        ids, types = enc["input_ids"][i:i + batch_size], enc["token_type_ids"][i:i + batch_size]
+        ids = enc["input_ids"][i:i + batch_size]
+        types = enc["token_type_ids"][i:i + batch_size] if "token_type_ids" in enc else None
         h = model.embeddings(input_ids=ids, token_type_ids=types)
         ext = _extended(enc["attention_mask"][i:i + batch_size])
         for layer in model.encoder.layer[:first]:
@@ -177,13 +178,43 @@ class CLSLayerClassifier(torch.nn.Module):
         return self.head(self.features(h, mask))
 
 
+def read_csv_task(data_dir, n_train: int, n_test: int, seed: int, key: str = "data_dir") -> tuple[list, np.ndarray, int, int]:
+    """A real dataset instead of a generated task: `data_dir`/train.csv and test.csv with columns
+    sentence, label (0..C-1); a seeded subsample of n_train and n_test rows (all when fewer).
+    Returns the sentences (train first), labels, class count and the number of train rows."""
+    from pathlib import Path
+
+    from neurips26.core import io
+
+    rng = np.random.default_rng(seed)
+    sents, labels, counts = [], [], []
+    for name, n in (("train.csv", n_train), ("test.csv", n_test)):
+        path = Path(data_dir) / name
+        if not path.exists():
+            raise FileNotFoundError(f"config key '{key}': {path} does not exist")
+        rows = io.read_csv(path)
+        if rows and not {"sentence", "label"} <= set(rows[0]):
+            raise ValueError(f"config key '{key}': {path} needs the columns sentence, label")
+        take = np.sort(rng.permutation(len(rows))[:n])
+        sents += [rows[i]["sentence"] for i in take]
+        labels += [int(rows[i]["label"]) for i in take]
+        counts.append(len(take))
+    return sents, np.asarray(labels, dtype=np.int64), int(max(labels)) + 1, counts[0]
+
+
 def prepare(task: str, n_train: int, n_test: int, seed: int, max_length: int, encoder_dir=None,
-            key: str = "encoder") -> tuple[Encoded, Encoded, int]:
-    """Train and test sets of `task` drawn with `seed` (disjoint draws), encoded by the frozen
-    lower layers of the packaged all-MiniLM-L6-v2 (or `encoder_dir`), and the class count."""
+            key: str = "encoder", data_dir=None, data_key: str = "data_dir") -> tuple[Encoded, Encoded, int]:
+    """Train and test sets of `task` drawn with `seed` (disjoint draws; or read from `data_dir`),
+    encoded by the frozen lower layers of the packaged all-MiniLM-L6-v2 (or `encoder_dir`, any
+    BERT-style encoder such as RoBERTa), and the class count."""
     from neurips26.core import lm
 
     tok, model = lm.load_minilm(encoder_dir, key=key)
+    if data_dir:
+        s, y, classes, n_train = read_csv_task(data_dir, n_train, n_test, seed, data_key)
+        enc = encode(tok, model, s, y, 1, max_length)
+        cut = lambda a, b: Encoded(enc.hidden[a:b].contiguous(), enc.mask[a:b].contiguous(), enc.labels[a:b].contiguous())  # noqa: E731
+        return cut(0, n_train), cut(n_train, len(y)), classes
     s, y = generate(task, n_train + n_test, seed)
     enc = encode(tok, model, s, y, 1, max_length)
     cut = lambda a, b: Encoded(enc.hidden[a:b].contiguous(), enc.mask[a:b].contiguous(), enc.labels[a:b].contiguous())  # noqa: E731

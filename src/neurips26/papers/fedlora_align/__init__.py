@@ -1,7 +1,7 @@
 """ALIGN: subspace alignment for federated LoRA (fedlora_align)."""
 
 TITLE = "ALIGN: subspace alignment for federated LoRA"
-STEPS = ("data", "federate", "figures")
+STEPS = ("data", "train", "figures")
 USES = ("fed_harness",)
 
 METHODS = ("fedit", "ffa_lora", "flora", "fedex_lora", "fedsa_lora", "ideal", "align", "align_no_drift")

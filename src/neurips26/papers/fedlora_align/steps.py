@@ -1,7 +1,7 @@
-"""The steps the CLI calls for fedlora_align: data -> federate -> figures.
+"""The steps the CLI calls for fedlora_align: data -> train -> figures.
 
 `data` (one job per variant and seed) draws the task's sentences and runs the frozen lower
-layers of all-MiniLM-L6-v2 once; `federate` (same grid) splits the training set over the
+layers of all-MiniLM-L6-v2 once; `train` (same grid, the federations) splits the training set over the
 clients with Dirichlet label skew for every alpha and runs every method's federation on it
 (the same split, initialisation, minibatches, local steps and optimizer for every method),
 recording test accuracy and, per round and LoRA module, the principal-angle conflict between
@@ -47,25 +47,26 @@ def data(params, inputs, out: Path):
 
     v, seed, d = params["variant_settings"], params["seed"], params["data"]
     train, test, classes = tasks.prepare(v["task"], d["n_train"], d["n_test"], 1000 * (seed + 1) + 7,
-                                         d["max_length"], d.get("encoder_dir"), key="fedlora_align.data.encoder_dir")
+                                         d["max_length"], d.get("encoder_dir"), key="fedlora_align.data.encoder_dir",
+                                         data_dir=d.get("data_dir"), data_key="fedlora_align.data.data_dir")
     tasks.save(out / "data.safetensors", train, test, classes, v["task"])
     io.write_json(out / "data.json", {"variant": params["variant"], "seed": seed, "task": v["task"], "classes": classes,
                                       "n_train": len(train.labels), "n_test": len(test.labels)})
     return [out / "data.json"]
 
 
-def federate(params, inputs, out: Path):
+def train(params, inputs, out: Path):
     import time
 
     from neurips26.papers.fed_harness import split, simulation, tasks
 
     seed, f = params["seed"], params["federation"]
-    train, test, classes = tasks.load(inputs["data"] / "data.safetensors")
+    train_set, test, classes = tasks.load(inputs["data"] / "data.safetensors")
     base = tasks.last_layer(params["data"].get("encoder_dir"), classes, key="fedlora_align.data.encoder_dir")
     settings = simulation.FedSettings(rounds=f["rounds"], local_steps=f["local_steps"], batch_size=f["batch_size"],
                                       lr=f["lr"], weight_decay=f["weight_decay"], targets=tuple(f["targets"]),
                                       seed=seed, conflict_rank=f["rank"])
-    labels = train.labels.numpy()
+    labels = train_set.labels.numpy()
     metrics = {"variant": params["variant"], "seed": seed, "classes": classes, "alphas": {}}
     timing = {}
     for ai, alpha in enumerate(f["alphas"]):
@@ -78,7 +79,7 @@ def federate(params, inputs, out: Path):
                  "methods": {}}
         for name in params["methods"]:
             t0 = time.perf_counter()
-            res = simulation.run_federation(base, train, test, parts, [f["rank"]] * f["clients"], _aggregator(name, params),
+            res = simulation.run_federation(base, train_set, test, parts, [f["rank"]] * f["clients"], _aggregator(name, params),
                                             settings, out, {"variant": params["variant"], "alpha": alpha, "method": name},
                                             classes)
             timing[f"{alpha}/{name}"] = time.perf_counter() - t0
@@ -112,7 +113,7 @@ def conflict(run_method: dict, side: str, rounds=None) -> float:
 
 def claims_summary(runs: list[dict], methods: list[str]) -> dict:
     """Per alpha and method: per-seed accuracies and conflicts (seed order)."""
-    alphas = list(runs[0]["alphas"])
+    alphas = sorted(runs[0]["alphas"], key=float)
     out = {"alphas": alphas, "seeds": len(runs), "methods": methods, "by_alpha": {}}
     for a in alphas:
         out["by_alpha"][a] = {m: {"acc_global": [r["alphas"][a]["methods"][m]["acc_global"] for r in runs],
