@@ -188,3 +188,43 @@ def test_consistency_score_and_weights():
     st = {"U_ref": eye[:, :4]}
     CAFD()(B, A, [1, 1], [2, 2], st)
     assert st["history"][-1]["weights"] == pytest.approx([0.5, 0.5])
+
+
+def test_reference_rotation_convention_is_deterministic_and_exact():
+    g = torch.Generator().manual_seed(11)
+    U, _ = torch.linalg.qr(torch.randn(M, 4, generator=g, dtype=torch.float64))
+    V, _ = torch.linalg.qr(torch.randn(N, 4, generator=g, dtype=torch.float64))
+    s = torch.tensor([4.0, 3.0, 2.0, 1.0], dtype=torch.float64)
+    ref, _ = torch.linalg.qr(U @ _random_orthogonal(4, 2) + 0.1 * torch.randn(M, 4, generator=g, dtype=torch.float64))
+    Uf, K, Vf = linalg.gauge_fix(U, s, V, ref, rotate_to_reference=True)
+    # any SVD gauge of the same matrix (signs) gives the same representative
+    D = torch.diag(torch.tensor([-1.0, 1, 1, -1], dtype=torch.float64))
+    U2, K2, V2 = linalg.gauge_fix(U @ D, s, V @ D, ref, rotate_to_reference=True)
+    torch.testing.assert_close(Uf, U2)
+    torch.testing.assert_close(K, K2)
+    torch.testing.assert_close(Uf @ K @ Vf.T, U @ torch.diag(s) @ V.T)
+    # the rotated basis is the Procrustes solution: closest orthonormal basis of span(U) to ref
+    best = float(torch.linalg.matrix_norm(Uf - ref))
+    for seed in range(20):
+        other = U @ _random_orthogonal(4, 100 + seed)
+        assert float(torch.linalg.matrix_norm(other - ref)) >= best - 1e-12
+
+
+def test_rotation_convention_stabilises_the_prefix_when_the_spectrum_reorders():
+    """Two directions swap their singular-value order between rounds: the SVD prefix of rank 1
+    jumps to the orthogonal direction, FedAbA's rotation convention keeps it."""
+    eye = torch.eye(M, dtype=torch.float64)
+    a = torch.eye(N, dtype=torch.float64)
+    st_ref, st_svd = {}, {}
+    agg_ref, agg_svd = FedAbA(), CAFD()
+    for s1, s2 in ((2.0, 1.0), (1.0, 2.0)):
+        B = [eye[:, :2] * torch.tensor([s1, s2], dtype=torch.float64)]
+        A = [a[:2]]
+        d_ref = agg_ref(B * 2, A * 2, [1, 1], [1, 2], st_ref)
+        d_svd = agg_svd(B * 2, A * 2, [1, 1], [1, 2], st_svd)
+    assert linalg.subspace_distance(d_ref.B[0], eye[:, :1]) == pytest.approx(0, abs=1e-9)
+    assert linalg.subspace_distance(d_svd.B[0], eye[:, :1]) == pytest.approx(1.0)
+    assert st_ref["history"][-1]["prefix_distance"][1] == pytest.approx(0, abs=1e-9)
+    assert st_svd["history"][-1]["prefix_distance"][1] == pytest.approx(1.0)
+    for p, q in zip(_products(d_ref)[1:], _products(d_svd)[1:]):  # the rank-2 client gets the same update
+        torch.testing.assert_close(p, q)

@@ -1,4 +1,4 @@
 """FedAbA: basis-consistent federated LoRA with heterogeneous ranks (fedaba)."""
 
 TITLE = "FedAbA: basis-consistent federated LoRA with heterogeneous ranks"
-STEPS = ("federate", "figures")
+STEPS = ("train", "figures")

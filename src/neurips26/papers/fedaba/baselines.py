@@ -37,7 +37,6 @@ def _padded_average(B, A, ranks, w) -> tuple[Tensor, Tensor]:
     return Bg, Ag
 
 
-@register("zeropad_fedit_ref")
 class ZeroPadFedIT:
     """Zero-padding FedIT (Zhang et al., ICASSP 2024): size-weighted FedAvg of padded A and B."""
 

@@ -15,10 +15,14 @@ reference basis U_ref (m x R, R = max rank) from the previous round.
    w_i = n_i max(c_i, c_min)^beta / sum_j n_j max(c_j, c_min)^beta (first round: c_i = 1).
 5. Exact coefficient-space SVD refactorization of sum_i w_i U~_i C_i: QR of the stacked U~_i and of the
    stacked C_i^T, SVD of the small core (no dense m x n SVD); truncated to rank R.
-6. Gauge fixing: rotation inside near-degenerate singular groups towards U_ref (Procrustes) and signs
-   that agree with U_ref (linalg.gauge_fix); the fixed basis becomes the next U_ref.
-7. Rank-prefix dispatch: global factors B = U' D^{1/2}, A = D^{-1/2} K V'^T; client i receives the
-   first r_i columns of B and rows of A.
+6. Gauge fixing of the global rank-R factorization (free up to B R, R^{-1} A): the rotation convention
+   rotates the top-R singular basis onto U_ref, O = polar(U^T U_ref), U' = U O, V' = V O, so column j
+   of the new basis is the direction of the new subspace that continues reference direction j; signs
+   agree with U_ref (linalg.gauge_fix); U' becomes the next U_ref. (`fedaba_svd`, the ablation, rotates
+   only inside near-degenerate singular groups and keeps the singular-value order.)
+7. Rank-prefix dispatch: with the core K = U'^T Delta W V' (R x R) and D = |diag K|, the global factors
+   are B = U' D^{1/2}, A = D^{-1/2} K V'^T (B A = the rank-R truncation exactly); client i receives the
+   first r_i columns of B and rows of A, i.e. B_i A_i = U'_{:r_i} U'_{:r_i}^T Delta W_R.
 
 The compose-aggregate-factorize-dispatch loop without basis alignment (`CAFD`) is the same code path
 with steps 2-4 and 6 switched off (weights n_i, raw SVD gauge).
@@ -46,7 +50,7 @@ class _PrefixDispatchLoop:
     fix_gauge = True
 
     def __init__(self, beta: float = 1.0, score_floor: float = 0.05, rel_gap: float = 1e-3,
-                 rotate_to_reference: bool = False):
+                 rotate_to_reference: bool = True):
         self.beta, self.score_floor, self.rel_gap = beta, score_floor, rel_gap
         self.rotate_to_reference = rotate_to_reference
 
@@ -117,6 +121,21 @@ class FedAbA(_PrefixDispatchLoop):
     fix_gauge = True
 
 
+@register("fedaba_svd")
+class FedAbASVDGauge(_PrefixDispatchLoop):
+    """FedAbA with the minimal gauge convention (ablation): rotations only inside near-degenerate
+    singular groups (relative gap < rel_gap), so the rank-r_i prefix stays the top-r_i singular
+    directions of the aggregate; alignment, consistency weights and signs as in FedAbA."""
+
+    name = "fedaba_svd"
+    align = True
+    fix_gauge = True
+
+    def __init__(self, beta: float = 1.0, score_floor: float = 0.05, rel_gap: float = 1e-3,
+                 rotate_to_reference: bool = False):
+        super().__init__(beta, score_floor, rel_gap, rotate_to_reference)
+
+
 @register("cafd")
 class CAFD(_PrefixDispatchLoop):
     """Compose-aggregate-factorize-dispatch without basis alignment (the ablation FedAbA is built against):
@@ -125,3 +144,4 @@ class CAFD(_PrefixDispatchLoop):
     name = "cafd"
     align = False
     fix_gauge = False
+
