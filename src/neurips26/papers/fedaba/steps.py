@@ -143,8 +143,8 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
         return [math.nan if x is None else x for x in vals]
 
     # accuracy per aggregator, per alpha (strongest heterogeneity)
-    fig, axes = plotting.figure(ncols=len(variants), width=4.2 * len(variants))
-    axes = np.atleast_1d(axes)
+    fig, axes = plotting.figure(ncols=len(variants), width=4.6)
+    axes = axes.ravel()
     for ax, v in zip(axes, variants):
         alphas = alphas_of[v]
         x = np.arange(len(alphas))
@@ -161,7 +161,8 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
 
     # accuracy by rank group (strongest heterogeneity, claims alpha)
     ranks = sorted(set(runs[strong][0]["ranks"]))
-    fig, ax = plotting.figure()
+    fig, axes = plotting.figure()
+    ax = axes[0, 0]
     for agg in aggs:
         ys = [series(strong, claim_alpha, agg, "acc_by_rank", r) for r in ranks]
         ax.errorbar(ranks, [np.nanmean(y) for y in ys], yerr=[np.nanstd(y) for y in ys], marker="o",
@@ -175,8 +176,8 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
 
     # prefix stability per round (lowest rank)
     alphas = alphas_of[strong]
-    fig, axes = plotting.figure(ncols=len(alphas), width=4.2 * len(alphas))
-    axes = np.atleast_1d(axes)
+    fig, axes = plotting.figure(ncols=len(alphas), width=4.6)
+    axes = axes.ravel()
     for ax, a in zip(axes, alphas):
         for agg in aggs:
             per_seed = [m["results"][a][agg]["prefix_low_rounds"] for m in runs[strong]]
@@ -192,7 +193,8 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
     plotting.save(fig, figdir / "prefix_stability.png")
 
     # gain vs heterogeneity
-    fig, ax = plotting.figure()
+    fig, axes = plotting.figure()
+    ax = axes[0, 0]
     order = sorted(variants, key=lambda v: het[v])
     for a in [a for a in alphas_of[strong] if all(a in alphas_of[v] for v in variants)]:
         gains = []
