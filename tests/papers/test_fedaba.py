@@ -228,3 +228,26 @@ def test_rotation_convention_stabilises_the_prefix_when_the_spectrum_reorders():
     assert st_svd["history"][-1]["prefix_distance"][1] == pytest.approx(1.0)
     for p, q in zip(_products(d_ref)[1:], _products(d_svd)[1:]):  # the rank-2 client gets the same update
         torch.testing.assert_close(p, q)
+
+
+def test_recorder_measures_the_dispatched_prefix_and_config_checks():
+    from neurips26.papers.fedaba import check_config
+    from neurips26.papers.fedaba.diagnostics import Recorder
+
+    eye = torch.eye(M, dtype=torch.float64)
+    a = torch.eye(N, dtype=torch.float64)
+    rec_ref, rec_svd = Recorder(FedAbA()), Recorder(CAFD())
+    st_ref, st_svd = {"layer": "q"}, {"layer": "q"}
+    for s1, s2 in ((2.0, 1.0), (1.0, 2.0), (1.0, 2.0)):
+        B = [eye[:, :2] * torch.tensor([s1, s2], dtype=torch.float64)] * 2
+        rec_ref(B, [a[:2]] * 2, [1, 1], [1, 2], st_ref)
+        rec_svd(B, [a[:2]] * 2, [1, 1], [1, 2], st_svd)
+    assert rec_svd.per_round([0]) == pytest.approx([1.0, 0.0])
+    assert rec_ref.per_round([0]) == pytest.approx([0.0, 0.0], abs=1e-9)
+    assert rec_svd.mean_distance([0]) == pytest.approx(0.5)
+    block = {"run_variants": ["s"], "variants": {"s": {"ranks": [2, 8], "alphas": [1.0]}}, "claims": {"alpha": 0.1},
+             "aggregators": ["cafd"], "aggregator_settings": {"hetlora": {}}}
+    problems = check_config(block)
+    assert any(p.startswith("claims.alpha") for p in problems)
+    assert any(p.startswith("aggregators") for p in problems)
+    assert any(p.startswith("aggregator_settings.hetlora") for p in problems)
