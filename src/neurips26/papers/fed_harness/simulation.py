@@ -1,0 +1,280 @@
+"""The in-process federation: N clients train peft LoRA adapters locally, a server aggregates.
+
+One federation = `rounds` rounds. In round t every client starts from what the server
+dispatched (round 0: B = 0 and one shared A drawn with peft's initialisation, client i taking
+the rank-r_i prefix), takes `local_steps` AdamW steps on minibatches of its own data (fresh
+optimizer state each round, the same steps, batch size and learning rate for every
+aggregator), and sends its factors (B_i, A_i) per LoRA module; the aggregator returns a
+`Dispatch` per module (see `aggregators`). The classifier head is averaged with the data
+weights p_i (FedAvg) under every aggregator.
+
+All clients train inside one Lightning fit through `neurips26.core.trainer` (their parameters
+are disjoint, so the summed loss gives each client exactly its own gradient and its own AdamW
+state); the server round runs in `on_train_batch_end` after every `local_steps` steps. Every
+draw is seeded (minibatch s of client i from Generator([seed, s, i])), so a rerun reproduces
+the run bit for bit. The frozen weights are shared by the clients (a `base_delta` is applied once).
+
+Per round and module the engine records the conflict between the clients' round updates
+dW_i = B_i A_i - B_i^0 A_i^0 (`subspace.pairwise_conflict`, column and row spaces).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from . import aggregators as agg_mod
+from . import subspace
+from .tasks import Encoded
+
+
+@dataclass
+class FedSettings:
+    rounds: int
+    local_steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float = 0.0
+    targets: tuple = ("query", "value")
+    seed: int = 0
+    conflict_rank: int | None = None   # k of the subspace metric (default: the largest client rank)
+
+
+@dataclass
+class FedResult:
+    per_class_acc: np.ndarray                 # (clients, classes) test accuracy of each client's final model
+    rounds: list[dict] = field(default_factory=list)   # per round and module: conflict scores, mean loss
+    B: dict = field(default_factory=dict)     # module -> list of the final dispatched B_i (float64)
+    A: dict = field(default_factory=dict)     # module -> list of A_i
+    base_delta: dict = field(default_factory=dict)  # module -> accumulated change of the frozen weight
+
+
+def _lora(module, adapter="default"):
+    return module.lora_B[adapter].weight, module.lora_A[adapter].weight
+
+
+def build_clients(base: nn.Module, ranks: list[int], targets, seed: int) -> list[nn.Module]:
+    """One classifier per client: shares `base`'s frozen modules, its own head (initialised
+    from the seed, the same for every client) and a peft LoRA adapter of rank r_i on `targets`
+    (lora_alpha = r_i, so the update is exactly B_i A_i; no dropout)."""
+    from peft import LoraConfig, inject_adapter_in_model
+
+    gen = torch.Generator().manual_seed(int(seed))
+    bound = 1.0 / base.head.in_features ** 0.5
+    head_w = (torch.rand(base.head.weight.shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+    head_b = torch.zeros(base.head.out_features, dtype=torch.float64)
+    r_max = max(ranks)
+    A0 = {t: agg_mod.lora_init_A(r_max, getattr(base, t).in_features, gen) for t in targets}
+    nets = []
+    for r in ranks:
+        net = type(base)(shared=base)
+        inject_adapter_in_model(LoraConfig(r=r, lora_alpha=r, lora_dropout=0.0, target_modules=list(targets)), net)
+        with torch.no_grad():
+            net.head.weight.copy_(head_w)
+            net.head.bias.copy_(head_b)
+            for t in targets:
+                Bw, Aw = _lora(getattr(net, t))
+                Bw.zero_()
+                Aw.copy_(A0[t][:r])
+        nets.append(net)
+    return nets
+
+
+class _Steps(torch.utils.data.Dataset):
+    """Step s -> one minibatch of indices per client, drawn from Generator([seed, s, i])."""
+
+    def __init__(self, parts, steps: int, batch: int, seed: int):
+        self.parts, self.steps, self.batch, self.seed = parts, steps, batch, seed
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, s):
+        out = []
+        for i, p in enumerate(self.parts):
+            rng = np.random.default_rng([self.seed, s, i])
+            take = rng.choice(len(p), size=min(self.batch, len(p)), replace=False)
+            out.append(torch.as_tensor(p[np.sort(take)]))
+        return out
+
+
+class Engine:
+    """The server and the clients' shared bookkeeping of one federation."""
+
+    def __init__(self, nets, train: Encoded, parts, ranks, aggregator, settings: FedSettings):
+        self.nets, self.train, self.ranks, self.agg, self.s = nets, train, list(ranks), aggregator, settings
+        self.sizes = [len(p) for p in parts]
+        self.p = agg_mod.weights(self.sizes)
+        self.opts = agg_mod.client_options(aggregator)
+        self.layers = list(settings.targets)
+        self.states = {}
+        for j, t in enumerate(self.layers):
+            self.states[t] = {"generator": torch.Generator().manual_seed(int(settings.seed) * 1000 + 17 + j)}
+        self.start = {t: [self._factors(i, t) for i in range(len(nets))] for t in self.layers}
+        self.base_delta = {t: None for t in self.layers}
+        self.records: list[dict] = []
+        self.loss_sum, self.loss_n = 0.0, 0
+        if self.opts.get("freeze_A"):
+            for net in nets:
+                for t in self.layers:
+                    _lora(getattr(net, t))[1].requires_grad_(False)
+
+    def _factors(self, i, t):
+        B, A = _lora(getattr(self.nets[i], t))
+        return B.detach().double().clone(), A.detach().double().clone()
+
+    # ---- client side
+    def penalty(self, i):
+        mu = float(self.opts.get("drift_mu", 0.0))
+        if not mu:
+            return 0.0
+        total = 0.0
+        for t in self.layers:
+            U = self.states[t].get("reference_basis")
+            if U is None:
+                continue
+            B = _lora(getattr(self.nets[i], t))[0]
+            U = U.to(B.dtype)
+            total = total + 0.5 * mu * (B - U @ (U.T @ B)).pow(2).sum()
+        return total
+
+    # ---- server side
+    @torch.no_grad()
+    def server_round(self, rnd: int):
+        n = len(self.nets)
+        k = self.s.conflict_rank or max(self.ranks)
+        mean_loss = self.loss_sum / max(1, self.loss_n)
+        self.loss_sum, self.loss_n = 0.0, 0
+        for t in self.layers:
+            B = [self._factors(i, t)[0] for i in range(n)]
+            A = [self._factors(i, t)[1] for i in range(n)]
+            updates = [(torch.cat([b, -b0], 1), torch.cat([a, a0], 0)) for b, a, (b0, a0) in zip(B, A, self.start[t])]
+            rec = {"round": rnd, "layer": t, "loss": mean_loss,
+                   **subspace.pairwise_conflict(updates, k, self.p)}
+            self.records.append(rec)
+            state = self.states[t]
+            state["round"], state["layer"] = rnd, t
+            d = self.agg(B, A, list(self.sizes), list(self.ranks), state)
+            if d.base_delta is not None:  # the frozen modules are shared: apply once
+                base = getattr(self.nets[0], t).base_layer.weight
+                base.add_(d.base_delta.to(base.dtype))
+                prev = self.base_delta[t]
+                self.base_delta[t] = d.base_delta.double().clone() if prev is None else prev + d.base_delta.double()
+            for i in range(n):
+                Bw, Aw = _lora(getattr(self.nets[i], t))
+                if tuple(d.B[i].shape) != tuple(Bw.shape) or tuple(d.A[i].shape) != tuple(Aw.shape):
+                    raise ValueError(f"aggregator '{self.agg.name}' dispatched B {tuple(d.B[i].shape)}, A "
+                                     f"{tuple(d.A[i].shape)} to client {i} of rank {self.ranks[i]} in module {t}")
+                Bw.copy_(d.B[i].to(Bw.dtype))
+                Aw.copy_(d.A[i].to(Aw.dtype))
+            self.start[t] = [self._factors(i, t) for i in range(n)]
+        # FedAvg of the classifier heads
+        for name in ("weight", "bias"):
+            avg = agg_mod.weighted_sum([getattr(net.head, name).detach().double() for net in self.nets], self.p)
+            for net in self.nets:
+                getattr(net.head, name).copy_(avg.to(torch.float32))
+        print(f"fed_harness: {self.agg.name} round {rnd + 1}/{self.s.rounds}: mean local loss {mean_loss:.4f}, "
+              f"column conflict {np.mean([r['column'] for r in self.records[-len(self.layers):]]):.3f}", flush=True)
+
+    # ---- checkpoint contents (tensors and plain values only: weights-only loading)
+    def snapshot(self) -> dict:
+        states = {t: {k: (v.get_state() if isinstance(v, torch.Generator) else v) for k, v in s.items()}
+                  for t, s in self.states.items()}
+        return {"states": states, "start": self.start, "base_delta": self.base_delta, "records": self.records}
+
+    def restore(self, snap: dict) -> None:
+        for t, s in snap["states"].items():
+            for k, v in s.items():
+                if k == "generator":
+                    self.states[t]["generator"].set_state(v)
+                else:
+                    self.states[t][k] = v
+        self.start, self.base_delta, self.records = snap["start"], snap["base_delta"], list(snap["records"])
+
+
+def _module_class():
+    import lightning as L
+
+    class FederatedModule(L.LightningModule):
+        def __init__(self, engine: Engine):
+            super().__init__()
+            self.clients = nn.ModuleList(engine.nets)
+            self.engine = engine
+
+        def training_step(self, batch, _):
+            e, data = self.engine, self.engine.train
+            total = 0.0
+            for i, idx in enumerate(batch):
+                loss = F.cross_entropy(self.clients[i](data.hidden[idx], data.mask[idx]), data.labels[idx])
+                e.loss_sum += float(loss.detach()) * e.p[i]
+                total = total + loss + e.penalty(i)
+            e.loss_n += 1
+            self.log("train/loss", total / len(batch), on_step=True, batch_size=len(batch[0]))
+            return total
+
+        def on_train_batch_end(self, outputs, batch, batch_idx):
+            step = self.trainer.global_step
+            if step % self.engine.s.local_steps == 0:
+                self.engine.server_round(step // self.engine.s.local_steps - 1)
+                for opt in self.trainer.optimizers:  # a fresh local optimizer every round
+                    opt.state.clear()
+
+        def configure_optimizers(self):
+            params = [p for p in self.clients.parameters() if p.requires_grad]
+            return torch.optim.AdamW(params, lr=self.engine.s.lr, weight_decay=self.engine.s.weight_decay)
+
+        def on_save_checkpoint(self, checkpoint):
+            checkpoint["federation"] = self.engine.snapshot()
+
+        def on_load_checkpoint(self, checkpoint):
+            self.engine.restore(checkpoint["federation"])
+
+    return FederatedModule
+
+
+@torch.no_grad()
+def per_class_accuracy(net, data: Encoded, classes: int, batch: int = 512) -> np.ndarray:
+    net.eval()
+    pred = torch.cat([net(data.hidden[i:i + batch], data.mask[i:i + batch]).argmax(1)
+                      for i in range(0, len(data.labels), batch)])
+    y = data.labels
+    out = np.zeros(classes)
+    for c in range(classes):
+        sel = y == c
+        out[c] = float((pred[sel] == c).float().mean()) if sel.any() else float("nan")
+    return out
+
+
+def run_federation(base: nn.Module, train: Encoded, test: Encoded, parts, ranks, aggregator,
+                   settings: FedSettings, out: Path, key: dict, classes: int) -> FedResult:
+    """Run one federation through the project's trainer; `key` (JSON-able) names the run for
+    its checkpoint (the aggregator's name, split and settings are added)."""
+    from neurips26.core.trainer import fit, make_trainer
+
+    if len(parts) != len(ranks):
+        raise ValueError(f"{len(parts)} client splits but {len(ranks)} ranks")
+    base = copy.deepcopy(base)  # the frozen weights change under base_delta aggregators
+    nets = build_clients(base, ranks, settings.targets, settings.seed)
+    engine = Engine(nets, train, parts, ranks, aggregator, settings)
+    steps = settings.rounds * settings.local_steps
+    params = {"key": key, "aggregator": aggregator.name, "agg_settings": {k: v for k, v in vars(aggregator).items()
+                                                                          if isinstance(v, (int, float, str, bool))},
+              "ranks": list(ranks), "sizes": engine.sizes, "settings": asdict(settings)}
+    trainer, resume = make_trainer(out, params, steps, checkpoint_every=steps, log_every_n_steps=max(1, settings.local_steps))
+    loader = torch.utils.data.DataLoader(_Steps(parts, steps, settings.batch_size, settings.seed), batch_size=None,
+                                         shuffle=False)
+    module = _module_class()(engine)
+    fit(trainer, module, loader, resume)
+    acc = np.stack([per_class_accuracy(net, test, classes) for net in nets])
+    res = FedResult(acc, engine.records)
+    for t in engine.layers:
+        res.B[t] = [engine._factors(i, t)[0] for i in range(len(nets))]
+        res.A[t] = [engine._factors(i, t)[1] for i in range(len(nets))]
+        res.base_delta[t] = engine.base_delta[t]
+    return res
