@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from neurips26.papers.fed_harness.aggregators import AGGREGATORS
 from neurips26.papers.fedaba import linalg
 from neurips26.papers.fedaba.baselines import FlexLoRA, HetLoRA, ZeroPadFedIT
 from neurips26.papers.fedaba.method import CAFD, FedAbA
@@ -27,6 +28,11 @@ def _random_orthogonal(r, seed):
 
 
 ALL = [FedAbA, CAFD, FlexLoRA, HetLoRA, ZeroPadFedIT]
+
+
+def test_registered_in_the_harness():
+    for name in ("fedaba", "fedaba_svd", "cafd", "hetlora", "flexlora"):
+        assert AGGREGATORS[name]().name == name
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -112,9 +118,12 @@ def test_zero_padding_hetlora_with_equal_ranks_equals_fedit():
     fedit_B = sum(n / 10 * b for n, b in zip(sizes, B))  # FedIT: FedAvg of each factor
     fedit_A = sum(n / 10 * a for n, a in zip(sizes, A))
     d = HetLoRA(weighting="size")(B, A, sizes, ranks, {})
-    for b, a in zip(d.B, d.A):
+    ref = AGGREGATORS["fedit"]()(B, A, sizes, ranks, {})  # the harness's FedIT
+    for b, a, rb, ra in zip(d.B, d.A, ref.B, ref.A):
         torch.testing.assert_close(b, fedit_B)
         torch.testing.assert_close(a, fedit_A)
+        torch.testing.assert_close(b, rb)
+        torch.testing.assert_close(a, ra)
     # the paper's norm weights reduce to uniform FedIT when the updates have equal norms
     Bn = [b / torch.linalg.matrix_norm(b @ a) for b, a in zip(B, A)]
     d = HetLoRA()(Bn, A, sizes, ranks, {})

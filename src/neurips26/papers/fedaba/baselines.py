@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._scratch import Dispatch, register
+from neurips26.papers.fed_harness.aggregators import Dispatch, register
 
 
 def _pad(B: Tensor, A: Tensor, R: int) -> tuple[Tensor, Tensor]:

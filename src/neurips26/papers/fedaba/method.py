@@ -33,8 +33,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from neurips26.papers.fed_harness.aggregators import Dispatch, register
+
 from . import linalg
-from ._scratch import Dispatch, register
 
 
 def _normalize(w: list[float]) -> list[float]:
