@@ -255,8 +255,8 @@ def test_recorder_measures_the_dispatched_prefix_and_config_checks():
     assert rec_ref.per_round([0]) == pytest.approx([0.0, 0.0], abs=1e-9)
     assert rec_svd.mean_distance([0]) == pytest.approx(0.5)
     block = {"run_variants": ["s"], "variants": {"s": {"ranks": [2, 8], "alphas": [1.0]}}, "claims": {"alpha": 0.1},
-             "aggregators": ["cafd"], "aggregator_settings": {"hetlora": {}}}
+             "aggregators": ["cafd", "nonesuch"]}
     problems = check_config(block)
     assert any(p.startswith("claims.alpha") for p in problems)
     assert any(p.startswith("aggregators") for p in problems)
-    assert any(p.startswith("aggregator_settings.hetlora") for p in problems)
+    assert any("unknown 'nonesuch'" in p for p in problems)

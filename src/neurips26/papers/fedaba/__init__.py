@@ -22,7 +22,7 @@ def check_config(block: dict) -> list[str]:
     aggs = block.get("aggregators", [])
     if "fedaba" not in aggs:
         problems.append("aggregators: must include fedaba (the claims compare it)")
-    for name in block.get("aggregator_settings", {}):
-        if name not in aggs:
-            problems.append(f"aggregator_settings.{name}: not in aggregators")
+    for name in aggs:
+        if name not in _OURS + ("zero_padding", "flora", "fedit", "ideal"):
+            problems.append(f"aggregators: unknown '{name}'; known: {', '.join(_OURS)}, zero_padding, flora, fedit, ideal")
     return problems

@@ -20,6 +20,7 @@ from . import claims as paper_claims
 from .claims import NAMES
 
 DIGITS = 6
+BASELINE_NAMES = ("zero_padding", "hetlora", "flexlora", "flora")
 
 
 def _aggregator(name: str, settings: dict):
@@ -105,9 +106,10 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- figures
 
-COLORS = {"fedaba": "#d62728", "cafd": "#9467bd", "flexlora": "#1f77b4", "hetlora": "#2ca02c",
+COLORS = {"fedaba": "#d62728", "fedaba_svd": "#e377c2", "cafd": "#9467bd", "flexlora": "#1f77b4", "hetlora": "#2ca02c",
           "zero_padding": "#ff7f0e", "flora": "#8c564b"}
-LABELS = {**NAMES, "zero_padding": NAMES["zeropad"], "cafd": "no basis alignment (CAFD)"}
+LABELS = {**NAMES, "zero_padding": NAMES["zeropad"], "cafd": "no basis alignment (CAFD)",
+          "fedaba_svd": "FedAbA, SVD-order prefix (ablation)"}
 
 
 def _load(folder: Path, variants, seeds) -> dict:
@@ -156,7 +158,8 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
         ax.set_xticks(x + 0.4 - width / 2, [f"alpha={a}" for a in alphas])
         ax.set_ylabel("mean client test accuracy")
         ax.set_title(f"{v}: ranks {sorted(set(runs[v][0]['ranks']))}")
-    axes[0].legend(fontsize=7)
+        ax.set_ylim(0, 1.25 * max(0.05, np.nanmax([np.nanmean(series(v, a, g, "acc")) for a in alphas for g in aggs])))
+    axes[0].legend(fontsize=6, ncol=2, loc="upper left")
     plotting.save(fig, figdir / "accuracy.png")
 
     # accuracy by rank group (strongest heterogeneity, claims alpha)
@@ -186,8 +189,9 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
                 continue
             plotting.mean_band(ax, list(range(2, len(per_seed[0]) + 2)), per_seed, LABELS.get(agg, agg),
                                color=COLORS.get(agg))
-        ax.set_xlabel("round")
-        ax.set_ylabel(f"distance of rank-{low} dispatched prefix to previous round")
+        ax.set_xlabel("round (distance to the round before)")
+        ax.set_xticks(list(range(2, len(runs[strong][0]["results"][a][aggs[0]]["prefix_low_rounds"]) + 2)))
+        ax.set_ylabel(f"rank-{low} prefix subspace distance")
         ax.set_title(f"{strong}, alpha={a}")
     axes[0].legend(fontsize=7)
     plotting.save(fig, figdir / "prefix_stability.png")
@@ -199,7 +203,7 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
     for a in [a for a in alphas_of[strong] if all(a in alphas_of[v] for v in variants)]:
         gains = []
         for v in order:
-            base = [b for b in aggs if b not in ("fedaba", "cafd")]
+            base = [b for b in aggs if b in BASELINE_NAMES]
             g = [runs[v][i]["results"][a]["fedaba"]["acc"] - max(runs[v][i]["results"][a][b]["acc"] for b in base)
                  for i in range(len(seeds))] if base else [math.nan] * len(seeds)
             gains.append(g)
