@@ -175,3 +175,41 @@ class CLSLayerClassifier(torch.nn.Module):
 
     def forward(self, h, mask):
         return self.head(self.features(h, mask))
+
+
+def prepare(task: str, n_train: int, n_test: int, seed: int, max_length: int, encoder_dir=None,
+            key: str = "encoder") -> tuple[Encoded, Encoded, int]:
+    """Train and test sets of `task` drawn with `seed` (disjoint draws), encoded by the frozen
+    lower layers of the packaged all-MiniLM-L6-v2 (or `encoder_dir`), and the class count."""
+    from neurips26.core import lm
+
+    tok, model = lm.load_minilm(encoder_dir, key=key)
+    s, y = generate(task, n_train + n_test, seed)
+    enc = encode(tok, model, s, y, 1, max_length)
+    cut = lambda a, b: Encoded(enc.hidden[a:b].contiguous(), enc.mask[a:b].contiguous(), enc.labels[a:b].contiguous())  # noqa: E731
+    return cut(0, n_train), cut(n_train, n_train + n_test), TASKS[task]
+
+
+def save(path, train: Encoded, test: Encoded, classes: int, task: str) -> None:
+    from neurips26.core import io
+
+    tensors = {f"{part}_{name}": getattr(data, name) for part, data in (("train", train), ("test", test))
+               for name in ("hidden", "mask", "labels")}
+    io.save_tensors(path, tensors, {"classes": str(classes), "task": task})
+
+
+def load(path) -> tuple[Encoded, Encoded, int]:
+    from neurips26.core import io
+
+    t = io.load_tensors(path)
+    meta = io.load_tensor_metadata(path)
+    part = lambda p: Encoded(t[f"{p}_hidden"], t[f"{p}_mask"], t[f"{p}_labels"])  # noqa: E731
+    return part("train"), part("test"), int(meta["classes"])
+
+
+def last_layer(encoder_dir=None, classes: int = 2, key: str = "encoder") -> CLSLayerClassifier:
+    """The frozen last layer of the encoder as a [CLS] classifier (the clients' base model)."""
+    from neurips26.core import lm
+
+    _, model = lm.load_minilm(encoder_dir, key=key)
+    return CLSLayerClassifier(model.encoder.layer[-1], classes)

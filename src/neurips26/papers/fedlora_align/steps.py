@@ -1,0 +1,200 @@
+"""The steps the CLI calls for fedlora_align: data -> federate -> figures.
+
+`data` (one job per variant and seed) draws the task's sentences and runs the frozen lower
+layers of all-MiniLM-L6-v2 once; `federate` (same grid) splits the training set over the
+clients with Dirichlet label skew for every alpha and runs every method's federation on it
+(the same split, initialisation, minibatches, local steps and optimizer for every method),
+recording test accuracy and, per round and LoRA module, the principal-angle conflict between
+the clients' column spaces and row spaces; `figures` writes the plots, tables and claims.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from neurips26.core import claims, io, plotting, tracking
+
+from .claims import claim_rows
+
+DIGITS = 6
+LABELS = {"fedit": "FedIT", "ffa_lora": "FFA-LoRA", "flora": "FLoRA", "fedex_lora": "FedEx-LoRA",
+          "fedsa_lora": "FedSA-LoRA", "ideal": "ideal aggregation", "align": "ALIGN (ours)",
+          "align_no_drift": "ALIGN without drift constraint"}
+COLOURS = {"fedit": "#1f77b4", "ffa_lora": "#ff7f0e", "flora": "#2ca02c", "fedex_lora": "#9467bd",
+           "fedsa_lora": "#8c564b", "ideal": "#7f7f7f", "align": "#d62728", "align_no_drift": "#e377c2"}
+
+
+def _aggregator(name: str, params: dict):
+    from neurips26.papers.fed_harness import aggregators as agg
+
+    from . import baselines, method  # noqa: F401  (registers ALIGN and the baselines)
+
+    a = params["align"]
+    if name == "align":
+        return agg.make("align", drift_mu=a["drift_mu"], beta=a["beta"])
+    if name == "align_no_drift":
+        made = agg.make("align", drift_mu=0.0, beta=a["beta"])
+        made.name = "align_no_drift"
+        return made
+    return agg.make(name)
+
+
+def data(params, inputs, out: Path):
+    from neurips26.papers.fed_harness import tasks
+
+    v, seed, d = params["variant_settings"], params["seed"], params["data"]
+    train, test, classes = tasks.prepare(v["task"], d["n_train"], d["n_test"], 1000 * (seed + 1) + 7,
+                                         d["max_length"], d.get("encoder_dir"), key="fedlora_align.data.encoder_dir")
+    tasks.save(out / "data.safetensors", train, test, classes, v["task"])
+    io.write_json(out / "data.json", {"variant": params["variant"], "seed": seed, "task": v["task"], "classes": classes,
+                                      "n_train": len(train.labels), "n_test": len(test.labels)})
+    return [out / "data.json"]
+
+
+def federate(params, inputs, out: Path):
+    import time
+
+    from neurips26.papers.fed_harness import split, simulation, tasks
+
+    seed, f = params["seed"], params["federation"]
+    train, test, classes = tasks.load(inputs["data"] / "data.safetensors")
+    base = tasks.last_layer(params["data"].get("encoder_dir"), classes, key="fedlora_align.data.encoder_dir")
+    settings = simulation.FedSettings(rounds=f["rounds"], local_steps=f["local_steps"], batch_size=f["batch_size"],
+                                      lr=f["lr"], weight_decay=f["weight_decay"], targets=tuple(f["targets"]),
+                                      seed=seed, conflict_rank=f["rank"])
+    labels = train.labels.numpy()
+    metrics = {"variant": params["variant"], "seed": seed, "classes": classes, "alphas": {}}
+    timing = {}
+    for ai, alpha in enumerate(f["alphas"]):
+        rng = np.random.default_rng([seed, ai, 11])
+        parts = split.dirichlet_split(labels, f["clients"], alpha, rng, min_size=f["min_client_size"])
+        shares = split.label_shares(labels, parts, classes)
+        sizes = [len(p) for p in parts]
+        p = np.asarray(sizes, dtype=float) / sum(sizes)
+        entry = {"sizes": sizes, "max_label_share": io.significant(float((p * shares.max(1)).sum()), DIGITS),
+                 "methods": {}}
+        for name in params["methods"]:
+            t0 = time.perf_counter()
+            res = simulation.run_federation(base, train, test, parts, [f["rank"]] * f["clients"], _aggregator(name, params),
+                                            settings, out, {"variant": params["variant"], "alpha": alpha, "method": name},
+                                            classes)
+            timing[f"{alpha}/{name}"] = time.perf_counter() - t0
+            acc = res.per_class_acc
+            acc_global = float((p * np.nanmean(acc, 1)).sum())
+            acc_local = float((p * (shares * np.nan_to_num(acc)).sum(1)).sum())
+            rounds = [{k: (io.significant(v, DIGITS) if isinstance(v, float) else v) for k, v in r.items()}
+                      for r in res.rounds]
+            entry["methods"][name] = {"acc_global": io.significant(acc_global, DIGITS),
+                                      "acc_local": io.significant(acc_local, DIGITS), "rounds": rounds}
+            tracking.active().log_metrics({f"acc_global/{alpha}/{name}": acc_global, f"acc_local/{alpha}/{name}": acc_local})
+            print(f"fedlora_align: seed {seed} alpha {alpha} {name}: global accuracy {acc_global:.4f}, "
+                  f"local accuracy {acc_local:.4f}", flush=True)
+        metrics["alphas"][str(alpha)] = entry
+    io.write_json(out / "metrics.json", metrics)
+    io.write_json(out / "timing.json", timing)
+    return [out / "metrics.json", out / "timing.json"]
+
+
+# ---------------------------------------------------------------- aggregation over seeds
+def _mean(xs):
+    xs = [x for x in xs if x == x]
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def conflict(run_method: dict, side: str, rounds=None) -> float:
+    """Mean conflict (projection distance) over LoRA modules and the given rounds (default all)."""
+    rs = run_method["rounds"]
+    return _mean([r[side] for r in rs if rounds is None or r["round"] in rounds])
+
+
+def claims_summary(runs: list[dict], methods: list[str]) -> dict:
+    """Per alpha and method: per-seed accuracies and conflicts (seed order)."""
+    alphas = list(runs[0]["alphas"])
+    out = {"alphas": alphas, "seeds": len(runs), "methods": methods, "by_alpha": {}}
+    for a in alphas:
+        out["by_alpha"][a] = {m: {"acc_global": [r["alphas"][a]["methods"][m]["acc_global"] for r in runs],
+                                  "acc_local": [r["alphas"][a]["methods"][m]["acc_local"] for r in runs],
+                                  "column": [conflict(r["alphas"][a]["methods"][m], "column") for r in runs],
+                                  "row": [conflict(r["alphas"][a]["methods"][m], "row") for r in runs]}
+                              for m in methods}
+    return out
+
+
+def figures(params, inputs, out: Path):
+    variants, seeds, scale = params["run_variants"], params["seeds"], params["scale"]
+    methods = params["methods"]
+    figdir = out / "figures"
+    runs = {v: [io.read_json(inputs["runs"] / v / f"seed{s}" / "metrics.json") for s in seeds] for v in variants}
+    summary, rows = {}, []
+    for v in variants:
+        s = claims_summary(runs[v], methods)
+        summary[v] = s
+        for a in s["alphas"]:
+            for m in methods:
+                d = s["by_alpha"][a][m]
+                rows.append({"variant": v, "alpha": a, "method": m, "seeds": len(seeds),
+                             "acc_global": claims.fmt(d["acc_global"]), "acc_local": claims.fmt(d["acc_local"]),
+                             "column_conflict": claims.fmt(d["column"]), "row_conflict": claims.fmt(d["row"])})
+
+    xs_of = lambda s: [float(a) for a in s["alphas"]]  # noqa: E731
+    # 1. the diagnostic: column vs row conflict against heterogeneity
+    shown = [m for m in ("ideal", "fedit", "align") if m in methods]
+    fig, axes = plotting.figure(ncols=len(variants) * len(shown), width=4.6, height=3.8)
+    for col, (v, m) in enumerate((v, m) for v in variants for m in shown):
+        ax, s = axes[0, col], summary[v]
+        for side, colour in (("column", "#d62728"), ("row", "#1f77b4")):
+            ys = [[s["by_alpha"][a][m][side][k] for a in s["alphas"]] for k in range(len(seeds))]
+            plotting.mean_band(ax, xs_of(s), ys, f"{side} spaces", colour)
+        ax.set_xscale("log")
+        ax.set_xlabel("Dirichlet alpha (smaller = more heterogeneous)")
+        ax.set_ylabel("subspace conflict (mean sin^2 of principal angles)")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{v}: {LABELS[m]} ({len(seeds)} seeds)", fontsize=9)
+        ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "conflict_vs_heterogeneity.png")
+
+    # 2. conflict per round and LoRA module at the most and least heterogeneous alpha (ideal aggregation)
+    m = "ideal" if "ideal" in methods else methods[0]
+    fig, axes = plotting.figure(ncols=2 * len(variants), width=4.6, height=3.8)
+    for vi, v in enumerate(variants):
+        s = summary[v]
+        for ci, a in enumerate((s["alphas"][0], s["alphas"][-1])):
+            ax = axes[0, 2 * vi + ci]
+            first = runs[v][0]["alphas"][a]["methods"][m]["rounds"]
+            layers = sorted({r["layer"] for r in first})
+            nr = max(r["round"] for r in first) + 1
+            for li, layer in enumerate(layers):
+                for side, ls in (("column", "-"), ("row", "--")):
+                    ys = [[next(x[side] for x in r["alphas"][a]["methods"][m]["rounds"]
+                                if x["round"] == t and x["layer"] == layer) for t in range(nr)] for r in runs[v]]
+                    plotting.mean_band(ax, list(range(1, nr + 1)), ys, f"{layer}: {side}", f"C{li}", )
+                    ax.lines[-1].set_linestyle(ls)
+            ax.set_xlabel("round")
+            ax.set_ylabel("subspace conflict between clients")
+            ax.set_ylim(0, 1)
+            ax.set_title(f"{v}, alpha={a}: {LABELS[m]}", fontsize=9)
+            ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "conflict_per_round.png")
+
+    # 3. accuracy against heterogeneity, every method
+    fig, axes = plotting.figure(ncols=2 * len(variants), width=5.0, height=4.0)
+    for vi, v in enumerate(variants):
+        s = summary[v]
+        for ci, (key, name) in enumerate((("acc_global", "global test accuracy (balanced)"),
+                                          ("acc_local", "accuracy on each client's label mix"))):
+            ax = axes[0, 2 * vi + ci]
+            for m in methods:
+                ys = [[s["by_alpha"][a][m][key][k] for a in s["alphas"]] for k in range(len(seeds))]
+                plotting.mean_band(ax, xs_of(s), ys, LABELS[m], COLOURS[m])
+            ax.set_xscale("log")
+            ax.set_xlabel("Dirichlet alpha (smaller = more heterogeneous)")
+            ax.set_ylabel(name)
+            ax.set_title(f"{v}: {name} ({len(seeds)} seeds)", fontsize=9)
+            ax.legend(fontsize=6)
+    plotting.save(fig, figdir / "accuracy_vs_heterogeneity.png")
+
+    report_alphas = [str(a) for a in params["federation"]["report_alphas"]]
+    return claims.write_tables(out, rows, claim_rows({"variants": summary, "report_alphas": report_alphas}, scale))
