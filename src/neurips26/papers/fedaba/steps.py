@@ -54,6 +54,18 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
     from .method import FedAbA
 
     fed, data, seed = params["fed"], params["data"], int(params["seed"])
+    if data.get("dataset"):
+        raise NotImplementedError(
+            f"config key 'fedaba.data.dataset' ({data['dataset']}): the federated-LoRA harness reads its generated "
+            "tasks only; a loader for the paper's data is not part of it yet")
+    if data.get("model"):
+        from transformers import AutoConfig
+
+        kind = AutoConfig.from_pretrained(data["model"]).model_type
+        if kind != "bert":
+            raise NotImplementedError(
+                f"config key 'fedaba.data.model' ({data['model']}, a {kind} model): the harness's clients are the top "
+                "layer of a BERT-type encoder; a causal-LM client is not part of it yet")
     ranks = _client_ranks(params["variant_settings"]["ranks"], fed["clients"])
     classes = tasks.TASKS[data["task"]]
     texts, labels = tasks.generate(data["task"], data["train"] + data["test"], seed=1000 + seed)
