@@ -88,7 +88,9 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
         per_agg = {}
         for name in params["aggregators"]:
             rec = diagnostics.Recorder(_aggregator(name, params.get("aggregator_settings", {})))
-            key = {"paper": "fedaba", "variant": params["variant"], "seed": seed, "alpha": alpha, "agg": name}
+            # the checkpoint key names the inner aggregator's settings (the wrapper hides them from the engine)
+            key = {"paper": "fedaba", "variant": params["variant"], "seed": seed, "alpha": alpha, "agg": name,
+                   "agg_settings": params.get("aggregator_settings", {}).get(name, {})}
             res = simulation.run_federation(base, train_set, test_set, parts, ranks, rec, settings,
                                             out / "runs" / f"alpha{alpha}_{name}", key, classes)
             client_acc = np.nanmean(res.per_class_acc, axis=1)
