@@ -32,6 +32,7 @@ include: "workflow/rules/apexphys.smk"
 include: "workflow/rules/embed_merge.smk"
 include: "workflow/rules/bdc_merge.smk"
 include: "workflow/rules/fedlora_align.smk"
+include: "workflow/rules/fedaba.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -1,0 +1,257 @@
+"""The steps the CLI calls for fedaba: train (one rank profile x seed: every Dirichlet alpha x every
+aggregator, one federation each, on the shared federated-LoRA harness) -> figures.
+
+A rank profile (variant) gives the clients' LoRA ranks (cycled over `fed.clients`); a seed draws the
+task's sentences, the Dirichlet splits, the clients' initialisation and minibatches. All aggregators of
+one (profile, alpha, seed) share all of these, so comparisons pair by seed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from neurips26.core import claims, io, plotting, tracking
+from neurips26.core.io import significant
+
+from . import claims as paper_claims
+from .claims import NAMES
+
+DIGITS = 6
+BASELINE_NAMES = ("zero_padding", "hetlora", "flexlora", "flora")
+
+
+def _aggregator(name: str, settings: dict):
+    from neurips26.papers.fed_harness import aggregators as harness
+
+    from . import baselines, method  # noqa: F401  (registers fedaba, cafd, hetlora, flexlora)
+
+    return harness.make(name, **settings.get(name, {}))
+
+
+def _client_ranks(profile: list[int], clients: int) -> list[int]:
+    return [int(profile[i % len(profile)]) for i in range(clients)]
+
+
+def heterogeneity(ranks: list[int]) -> float:
+    """Strength of rank heterogeneity: log2(max rank / min rank) (0 for uniform ranks)."""
+    return math.log2(max(ranks) / min(ranks))
+
+
+def _sig(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else significant(float(x), DIGITS)
+
+
+def train(params: dict, inputs: dict, out: Path) -> list[Path]:
+    import torch
+
+    from neurips26.core.lm import load_minilm
+    from neurips26.papers.fed_harness import simulation, split, tasks
+
+    from . import diagnostics
+    from .method import FedAbA
+
+    fed, data, seed = params["fed"], params["data"], int(params["seed"])
+    if data.get("dataset"):
+        raise NotImplementedError(
+            f"config key 'fedaba.data.dataset' ({data['dataset']}): the federated-LoRA harness reads its generated "
+            "tasks only; a loader for the paper's data is not part of it yet")
+    if data.get("model"):
+        from transformers import AutoConfig
+
+        kind = AutoConfig.from_pretrained(data["model"]).model_type
+        if kind != "bert":
+            raise NotImplementedError(
+                f"config key 'fedaba.data.model' ({data['model']}, a {kind} model): the harness's clients are the top "
+                "layer of a BERT-type encoder; a causal-LM client is not part of it yet")
+    ranks = _client_ranks(params["variant_settings"]["ranks"], fed["clients"])
+    classes = tasks.TASKS[data["task"]]
+    texts, labels = tasks.generate(data["task"], data["train"] + data["test"], seed=1000 + seed)
+    tok, enc = load_minilm(data.get("model") or None)
+    torch.manual_seed(seed)
+    n_tr = data["train"]
+    train_set = tasks.encode(tok, enc, texts[:n_tr], labels[:n_tr], 1, data["max_length"])
+    test_set = tasks.encode(tok, enc, texts[n_tr:], labels[n_tr:], 1, data["max_length"])
+    base = tasks.CLSLayerClassifier(enc.encoder.layer[-1], classes)
+    settings = simulation.FedSettings(rounds=fed["rounds"], local_steps=fed["local_steps"], batch_size=fed["batch_size"],
+                                      lr=fed["lr"], targets=tuple(fed["targets"]), seed=seed)
+    low = min(ranks)
+    groups = {r: [i for i, x in enumerate(ranks) if x == r] for r in sorted(set(ranks))}
+    results, checks = {}, {"svd_rel_err": 0.0, "gauge_rel_err": 0.0}
+    alphas = params["variant_settings"].get("alphas", params["alphas"])
+    for ai, alpha in enumerate(alphas):
+        rng = np.random.default_rng([seed, int(round(float(alpha) * 1000)), 7])
+        parts = split.dirichlet_split(train_set.labels.numpy(), fed["clients"], float(alpha), rng,
+                                      min_size=fed["min_client_size"])
+        per_agg = {}
+        for name in params["aggregators"]:
+            rec = diagnostics.Recorder(_aggregator(name, params.get("aggregator_settings", {})))
+            # the checkpoint key names the inner aggregator's settings (the wrapper hides them from the engine)
+            key = {"paper": "fedaba", "variant": params["variant"], "seed": seed, "alpha": alpha, "agg": name,
+                   "agg_settings": params.get("aggregator_settings", {}).get(name, {})}
+            res = simulation.run_federation(base, train_set, test_set, parts, ranks, rec, settings,
+                                            out / "runs" / f"alpha{alpha}_{name}", key, classes)
+            client_acc = np.nanmean(res.per_class_acc, axis=1)
+            per_agg[name] = {
+                "acc": _sig(float(client_acc.mean())),
+                "acc_clients": [_sig(x) for x in client_acc],
+                "acc_by_rank": {str(r): _sig(float(client_acc[idx].mean())) for r, idx in groups.items()},
+                "prefix_by_rank": {str(r): _sig(rec.mean_distance(idx)) for r, idx in groups.items()},
+                "prefix_low_rounds": [_sig(x) for x in rec.per_round(groups[low])],
+                "final_loss": _sig(res.rounds[-1]["loss"]) if res.rounds else None,
+            }
+            tracking.active().log_metrics({f"acc_{name}_a{alpha}": float(client_acc.mean())})
+            if name == "fedaba" and ai == 0:  # checks on the real last-round client factors
+                for layer, (B, A, sizes, rk) in rec.last_inputs.items():
+                    total = float(sum(sizes))
+                    checks["svd_rel_err"] = max(checks["svd_rel_err"], diagnostics.refactorization_error(
+                        B, A, [s / total for s in sizes]))
+                    checks["gauge_rel_err"] = max(checks["gauge_rel_err"], diagnostics.gauge_error(
+                        lambda: FedAbA(**params.get("aggregator_settings", {}).get("fedaba", {})), B, A, sizes, rk))
+        results[str(float(alpha))] = per_agg
+    metrics = {"variant": params["variant"], "seed": seed, "ranks": ranks, "heterogeneity": heterogeneity(ranks),
+               "alphas": [str(float(a)) for a in alphas], "aggregators": list(params["aggregators"]),
+               "results": results, "checks": {k: _sig(v) for k, v in checks.items()}}
+    io.write_json(out / "metrics.json", metrics)
+    return [out / "metrics.json"]
+
+
+# ---------------------------------------------------------------- figures
+
+COLORS = {"fedaba": "#d62728", "fedaba_svd": "#e377c2", "cafd": "#9467bd", "flexlora": "#1f77b4", "hetlora": "#2ca02c",
+          "zero_padding": "#ff7f0e", "flora": "#8c564b"}
+LABELS = {**NAMES, "zero_padding": NAMES["zeropad"], "cafd": "no basis alignment (CAFD)",
+          "fedaba_svd": "FedAbA, SVD-order prefix (ablation)"}
+
+
+def _load(folder: Path, variants, seeds) -> dict:
+    out = {}
+    for v in variants:
+        out[v] = [io.read_json(folder / v / f"seed{s}" / "metrics.json") for s in seeds]
+    return out
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
+    variants, seeds = params["run_variants"], params["seeds"]
+    runs = _load(Path(inputs["train"]), variants, seeds)
+    figdir = out / "figures"
+    first = runs[variants[0]][0]
+    aggs = first["aggregators"]
+    alphas_of = {v: runs[v][0]["alphas"] for v in variants}
+    claim_alpha = str(float(params["claims"]["alpha"]))
+    het = {v: runs[v][0]["heterogeneity"] for v in variants}
+    strong = max(variants, key=lambda v: het[v])
+    uniform = min(variants, key=lambda v: het[v])
+    low = min(runs[strong][0]["ranks"])
+
+    def series(v, a, agg, key, sub=None):
+        vals = []
+        for m in runs[v]:
+            x = m["results"][a][agg][key]
+            vals.append(x if sub is None else x.get(str(sub)))
+        return [math.nan if x is None else x for x in vals]
+
+    # accuracy per aggregator, per alpha (strongest heterogeneity)
+    fig, axes = plotting.figure(ncols=len(variants), width=4.6)
+    axes = axes.ravel()
+    for ax, v in zip(axes, variants):
+        alphas = alphas_of[v]
+        x = np.arange(len(alphas))
+        width = 0.8 / len(aggs)
+        for k, agg in enumerate(aggs):
+            vals = [series(v, a, agg, "acc") for a in alphas]
+            ax.bar(x + k * width, [np.nanmean(s) for s in vals], width, yerr=[np.nanstd(s) for s in vals],
+                   color=COLORS.get(agg), label=LABELS.get(agg, agg))
+        ax.set_xticks(x + 0.4 - width / 2, [f"alpha={a}" for a in alphas])
+        ax.set_ylabel("mean client test accuracy")
+        ax.set_title(f"{v}: ranks {sorted(set(runs[v][0]['ranks']))}")
+        ax.set_ylim(0, 1.25 * max(0.05, np.nanmax([np.nanmean(series(v, a, g, "acc")) for a in alphas for g in aggs])))
+    axes[0].legend(fontsize=6, ncol=2, loc="upper left")
+    plotting.save(fig, figdir / "accuracy.png")
+
+    # accuracy by rank group (strongest heterogeneity, claims alpha)
+    ranks = sorted(set(runs[strong][0]["ranks"]))
+    fig, axes = plotting.figure()
+    ax = axes[0, 0]
+    for agg in aggs:
+        ys = [series(strong, claim_alpha, agg, "acc_by_rank", r) for r in ranks]
+        ax.errorbar(ranks, [np.nanmean(y) for y in ys], yerr=[np.nanstd(y) for y in ys], marker="o",
+                    color=COLORS.get(agg), label=LABELS.get(agg, agg), capsize=3)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("client LoRA rank")
+    ax.set_ylabel("test accuracy of the clients of that rank")
+    ax.set_title(f"{strong}, alpha={claim_alpha}: accuracy per rank group ({len(seeds)} seeds)")
+    ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "accuracy_by_rank.png")
+
+    # prefix stability per round (lowest rank)
+    alphas = alphas_of[strong]
+    fig, axes = plotting.figure(ncols=len(alphas), width=4.6)
+    axes = axes.ravel()
+    for ax, a in zip(axes, alphas):
+        for agg in aggs:
+            per_seed = [m["results"][a][agg]["prefix_low_rounds"] for m in runs[strong]]
+            per_seed = [[math.nan if x is None else x for x in s] for s in per_seed]
+            if not per_seed[0] or all(math.isnan(x) for s in per_seed for x in s):
+                continue
+            plotting.mean_band(ax, list(range(2, len(per_seed[0]) + 2)), per_seed, LABELS.get(agg, agg),
+                               color=COLORS.get(agg))
+        ax.set_xlabel("round (distance to the round before)")
+        ax.set_xticks(list(range(2, len(runs[strong][0]["results"][a][aggs[0]]["prefix_low_rounds"]) + 2)))
+        ax.set_ylabel(f"rank-{low} prefix subspace distance")
+        ax.set_title(f"{strong}, alpha={a}")
+    axes[0].legend(fontsize=7)
+    plotting.save(fig, figdir / "prefix_stability.png")
+
+    # gain vs heterogeneity
+    fig, axes = plotting.figure()
+    ax = axes[0, 0]
+    order = sorted(variants, key=lambda v: het[v])
+    for a in [a for a in alphas_of[strong] if all(a in alphas_of[v] for v in variants)]:
+        gains = []
+        for v in order:
+            base = [b for b in aggs if b in BASELINE_NAMES]
+            g = [runs[v][i]["results"][a]["fedaba"]["acc"] - max(runs[v][i]["results"][a][b]["acc"] for b in base)
+                 for i in range(len(seeds))] if base else [math.nan] * len(seeds)
+            gains.append(g)
+        ax.errorbar([het[v] for v in order], [np.mean(g) for g in gains], yerr=[np.std(g) for g in gains],
+                    marker="o", capsize=3, label=f"alpha={a}")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("rank heterogeneity log2(max rank / min rank)")
+    ax.set_ylabel("FedAbA accuracy - best baseline")
+    ax.set_title(f"gain against rank heterogeneity ({len(seeds)} seeds)")
+    ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "gain_vs_heterogeneity.png")
+
+    # summary table and claims
+    rows = []
+    for v in variants:
+        for a in alphas_of[v]:
+            for agg in aggs:
+                row = {"variant": v, "ranks": "/".join(map(str, sorted(set(runs[v][0]["ranks"])))),
+                       "heterogeneity": het[v], "alpha": a, "aggregator": agg,
+                       "accuracy": claims.fmt(series(v, a, agg, "acc"))}
+                for r in sorted(set(runs[v][0]["ranks"])):
+                    row[f"acc_rank{r}"] = claims.fmt(series(v, a, agg, "acc_by_rank", r))
+                row[f"prefix_distance_rank{min(runs[v][0]['ranks'])}"] = claims.fmt(
+                    series(v, a, agg, "prefix_by_rank", min(runs[v][0]["ranks"])))
+                rows.append(row)
+    summary = {"strong": strong, "uniform": uniform, "alpha": claim_alpha, "low_rank": low,
+               "acc": {}, "acc_low": {}, "prefix": {},
+               "checks": {k: max(m["checks"][k] for v in variants for m in runs[v]) for k in first["checks"]}}
+    for v in variants:
+        lo_v = min(runs[v][0]["ranks"])
+        for a in alphas_of[v]:
+            for agg in aggs:
+                key = "zeropad" if agg == "zero_padding" else agg
+                summary["acc"].setdefault(v, {}).setdefault(a, {})[key] = series(v, a, agg, "acc")
+                summary["acc_low"].setdefault(v, {}).setdefault(a, {})[key] = series(v, a, agg, "acc_by_rank", lo_v)
+                summary["prefix"].setdefault(v, {}).setdefault(a, {})[key] = series(v, a, agg, "prefix_by_rank", lo_v)
+    return claims.write_tables(out, rows, paper_claims.claim_rows(summary, params["scale"]))
