@@ -4,21 +4,18 @@ FA = "results/fedaba"
 FA_FIGURES = ["accuracy", "accuracy_by_rank", "prefix_stability", "gain_vs_heterogeneity"]
 
 
-rule fedaba_train:
+use rule neurips26_step as fedaba_train with:
     output:
         metrics=f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json",
     params:
-        cli=CLI,
+        step="fedaba train",
         args=paper_params("fedaba", "alphas", "aggregators", "aggregator_settings", "fed", "data"),
-        wildcards=wildcards_json,
         code=code_stamp("fedaba"),
         out=folder_of("output", "metrics"),
     log:
         f"{FA}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{FA}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -27,12 +24,9 @@ rule fedaba_train:
             config["fedaba"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} fedaba train --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule fedaba_figures:
+use rule neurips26_step as fedaba_figures with:
     input:
         metrics=grid("fedaba", f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json"),
     output:
@@ -43,7 +37,7 @@ rule fedaba_figures:
         summary=f"{FA}/summary.csv",
         claims=f"{FA}/claims.csv",
     params:
-        cli=CLI,
+        step="fedaba figures",
         args=paper_params(
             "fedaba",
             "claims",
@@ -51,20 +45,16 @@ rule fedaba_figures:
             seeds=config["fedaba"]["seeds"],
         ),
         code=code_stamp("fedaba"),
-        train=folder_of("input", "metrics", up=3),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(train=folder_of("input", "metrics", up=3)),
     log:
         f"{FA}/logs/figures.log",
     benchmark:
         f"{FA}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} fedaba figures --params {params.args:q} --input train={params.train} --out {params.out} > {log} 2>&1"
 
 
 register_targets("fedaba", rules.fedaba_figures.output)

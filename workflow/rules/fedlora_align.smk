@@ -5,34 +5,28 @@ FA = "results/fedlora_align"
 FA_FIGURES = ["conflict_vs_heterogeneity", "conflict_per_round", "accuracy_vs_heterogeneity"]
 
 
-rule fedlora_align_data:
+use rule neurips26_step as fedlora_align_data with:
     input:
         data_paths("fedlora_align", "data_dir"),
     output:
         data=f"{FA}/data/{{variant}}/seed{{seed}}/data.safetensors",
         info=f"{FA}/data/{{variant}}/seed{{seed}}/data.json",
     params:
-        cli=CLI,
+        step="fedlora_align data",
         args=paper_params("fedlora_align", "data"),
-        wildcards=wildcards_json,
         code=code_stamp("fedlora_align"),
         out=folder_of("output", "info"),
     log:
         f"{FA}/logs/data/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{FA}/benchmarks/data/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         mem_mb=3000,
         runtime=20,
-    shell:
-        "{params.cli} fedlora_align data --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule fedlora_align_train:
+use rule neurips26_step as fedlora_align_train with:
     input:
         data=rules.fedlora_align_data.output.data,
         info=rules.fedlora_align_data.output.info,
@@ -40,18 +34,15 @@ rule fedlora_align_train:
         metrics=f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json",
         timing=f"{FA}/train/{{variant}}/seed{{seed}}/timing.json",
     params:
-        cli=CLI,
+        step="fedlora_align train",
         args=paper_params("fedlora_align", "data", "federation", "methods", "align"),
-        wildcards=wildcards_json,
         code=code_stamp("fedlora_align"),
-        data=folder_of("input", "info"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(data=folder_of("input", "info")),
     log:
         f"{FA}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{FA}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -60,12 +51,9 @@ rule fedlora_align_train:
             config["fedlora_align"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} fedlora_align train --params {params.args:q} --input data={params.data}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule fedlora_align_figures:
+use rule neurips26_step as fedlora_align_figures with:
     input:
         metrics=grid("fedlora_align", f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json"),
     output:
@@ -76,7 +64,7 @@ rule fedlora_align_figures:
         summary=f"{FA}/summary.csv",
         claims=f"{FA}/claims.csv",
     params:
-        cli=CLI,
+        step="fedlora_align figures",
         args=paper_params(
             "fedlora_align",
             "federation",
@@ -85,20 +73,16 @@ rule fedlora_align_figures:
             seeds=config["fedlora_align"]["seeds"],
         ),
         code=code_stamp("fedlora_align"),
-        runs=folder_of("input", "metrics", up=3),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(runs=folder_of("input", "metrics", up=3)),
     log:
         f"{FA}/logs/figures.log",
     benchmark:
         f"{FA}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} fedlora_align figures --params {params.args:q} --input runs={params.runs} --out {params.out} > {log} 2>&1"
 
 
 register_targets("fedlora_align", rules.fedlora_align_figures.output)
