@@ -68,7 +68,8 @@ def dry_run(workflow_dir: Path, configfiles: list[str]) -> list[dict[str, Any]]:
         overlay = Path(tmp) / "stand_in_paths.yaml"
         overlay.write_text(yaml.safe_dump(stand_in_paths(merged, Path(tmp) / "data")))
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-        proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--profile", "profiles/slurm",
+        # --forceall: every job the config asks for, whatever results/ already holds
+        proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--nolock", "--profile", "profiles/slurm",
                                "--configfile", *configfiles, str(overlay)],
                               cwd=workflow_dir, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
