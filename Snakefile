@@ -30,6 +30,7 @@ include: "workflow/rules/adap.smk"
 include: "workflow/rules/apexphys.smk"
 include: "workflow/rules/embed_merge.smk"
 include: "workflow/rules/bdc_merge.smk"
+include: "workflow/rules/beta_tta.smk"
 include: "workflow/rules/report.smk"
 
 
