@@ -75,6 +75,7 @@ class Beta:
         self.opt = torch.optim.Adam(params, lr=cfg["lr"])
         self.gen = torch.Generator().manual_seed(seed)
         self.selected, self.seen = 0, 0
+        self.evaluations = 0  # images through the steering model (views included)
 
     def steer(self, x):
         return self.net(x, self.prompt)
@@ -86,6 +87,7 @@ class Beta:
         if c["adapt_steering"]:
             for _ in range(c["steps_per_batch"]):
                 logits = self.steer(x)
+                self.evaluations += len(x)
                 logp_h = harmonise(log_api, logits, lam, temp) if c["harmonise"] else torch.log_softmax(logits / temp, -1)
                 ent = entropy(logp_h)
                 if c["filtering"]:
@@ -98,6 +100,7 @@ class Beta:
                 if c["consistency"] and c["consistency_weight"] > 0 and c["views"] > 0:
                     views = augment(x, c["views"], self.gen, c["min_crop_scale"])
                     v_logits = self.steer(views.flatten(0, 1)).reshape(c["views"], len(x), -1)
+                    self.evaluations += c["views"] * len(x)
                     v_logp = torch.log_softmax(v_logits / temp, -1)
                     if c["filtering"]:  # keep the rho most confident views of each sample
                         k = max(1, int(round(c["view_select"] * c["views"])))
@@ -108,5 +111,6 @@ class Beta:
                 self.opt.zero_grad()
                 loss.backward()
                 self.opt.step()
+        self.evaluations += len(x)
         with torch.no_grad():
             return harmonise(log_api, self.steer(x), lam, temp).argmax(-1)

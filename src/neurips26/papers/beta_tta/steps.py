@@ -123,7 +123,7 @@ def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed:
     elif name == "beta" or name.startswith("beta_"):
         m = Beta(api, steering, beta_settings(params, name), CLASSES, seed)
         preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
-        evaluations = m.seen
+        evaluations = m.evaluations
     else:
         raise ValueError(f"config key 'beta_tta.methods': unknown method '{name}'")
     elapsed = time.process_time() - start
