@@ -33,6 +33,7 @@ include: "workflow/rules/embed_merge.smk"
 include: "workflow/rules/bdc_merge.smk"
 include: "workflow/rules/fedlora_align.smk"
 include: "workflow/rules/fedaba.smk"
+include: "workflow/rules/beta_tta.smk"
 include: "workflow/rules/report.smk"
 
 

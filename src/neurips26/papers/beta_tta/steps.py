@@ -1,0 +1,293 @@
+"""The steps the CLI calls for beta_tta: train -> adapt -> figures.
+
+`train` (variant x seed) trains the API's source ViT and the client's smaller steering ViT on
+clean shapes (disjoint draws); `adapt` (variant x seed) corrupts a fresh test set with every
+corruption x severity of the config, streams it in batches (order from the seed) and runs every
+method from a fresh start per corruption x severity (the ImageNet-C protocol); `figures` writes
+the plots, tables and claims.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurips26.core import claims, io, plotting, tracking
+
+from . import baselines, corruptions, models
+from .api import BlackBoxAPI
+from .claims import claim_rows
+from .method import Beta
+
+CLASSES = 10
+
+
+def _data(d: dict, n: int, seed: int):
+    from neurips26.data.images import shapes
+
+    x, y = shapes(n, d["image_size"], seed)
+    return torch.as_tensor(x), torch.as_tensor(y)
+
+
+def _seeds(seed: int) -> dict:
+    return {"source": 1000 * seed + 1, "steering": 1000 * seed + 2, "test": 1000 * seed + 3,
+            "held_out": 1000 * seed + 4}
+
+
+def train(params, inputs, out: Path):
+    """Source model (behind the API) and steering model (client side), each on its own clean draw."""
+    v, seed = params["variant_settings"], params["seed"]
+    d = v["data"]
+    s = _seeds(seed)
+    info = {"variant": params["variant"], "seed": seed}
+    xt, yt = _data(d, d["held_out_size"], s["held_out"])
+    rank0 = True
+    for name, size in (("source", d["train_size"]), ("steering", d["steering_train_size"])):
+        x, y = _data(d, size, s[name])
+        torch.manual_seed(s[name])
+        net = models.build(v[name], d["image_size"], CLASSES)
+        rank0 = models.train_classifier(net, x, y, out / "runs" / name, params, v[name]["train"], s[name],
+                                        key=f"beta_tta.variants.{params['variant']}.{name}.train")
+        acc = models.accuracy(net, xt, yt)
+        info[f"{name}_clean_accuracy"] = io.significant(acc, 6)
+        info[f"{name}_parameters"] = sum(p.numel() for p in net.parameters())
+        print(f"{name}: clean held-out accuracy {acc:.3f}", flush=True)
+        if rank0:
+            io.save_tensors(out / f"{name}.safetensors", {k: t.contiguous() for k, t in net.state_dict().items()})
+    if not rank0:
+        return None
+    import shutil
+
+    shutil.rmtree(out / "runs", ignore_errors=True)
+    io.write_json(out / "train.json", info)
+    return [out / "train.json"]
+
+
+def _load(v: dict, name: str, src: Path) -> models.ViT:
+    net = models.build(v[name], v["data"]["image_size"], CLASSES)
+    net.load_state_dict(io.load_tensors(src / f"{name}.safetensors"))
+    return net.eval()
+
+
+def method_names(params: dict) -> list[str]:
+    """Every method the adapt step runs, in table order."""
+    names = [m for m in params["methods"] if m != "zoo"]
+    if "zoo" in params["methods"]:
+        names += [f"zoo_{o}_{q}" for o in params["zoo"]["optimizers"] for q in params["zoo"]["budgets"]]
+    return names
+
+
+def beta_settings(params: dict, name: str) -> dict:
+    if name == "beta":
+        return dict(params["beta"])
+    ablation = name[len("beta_"):]
+    if ablation not in params["beta_ablations"]:
+        raise ValueError(f"config key 'beta_tta.methods': '{name}' is neither beta nor beta_<ablation> of beta_ablations")
+    return {**params["beta"], **params["beta_ablations"][ablation]}
+
+
+def _api(source, a: dict) -> BlackBoxAPI:
+    return BlackBoxAPI(source, a["latency_per_call_s"], a["latency_per_image_s"], a["price_per_1k_queries"])
+
+
+def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed: int) -> dict:
+    """One method over the stream x (already in stream order), from a fresh start."""
+    bs, a = params["shift"]["batch_size"], params["api"]
+    api = _api(source, a)
+    preds, evaluations = [], 0
+    start = time.process_time()  # CPU time of the client side: less sensitive to a loaded machine
+    torch.manual_seed(seed)
+    if name == "lame":
+        for i in range(0, len(x), bs):
+            p = api.predict(x[i:i + bs])
+            w = baselines.knn_affinity(np.sqrt(p), params["lame"]["knn"])
+            preds.append(torch.as_tensor(baselines.lame(p, w, params["lame"]["iterations"]).argmax(1)))
+    elif name == "source":
+        for i in range(0, len(x), bs):
+            preds.append(torch.as_tensor(api.predict(x[i:i + bs]).argmax(1)))
+    elif name == "tent":
+        m = baselines.Tent(source, params["tent"])
+        preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
+        evaluations = m.evaluations
+    elif name == "tpt":
+        m = baselines.Tpt(source, params["tpt"], seed)
+        preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
+        evaluations = m.evaluations
+    elif name.startswith("zoo_"):
+        _, opt, budget = name.split("_")
+        m = baselines.Zoo(api, params["zoo"], opt, int(budget), x.shape[-1], seed)
+        preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
+    elif name == "beta" or name.startswith("beta_"):
+        m = Beta(api, steering, beta_settings(params, name), CLASSES, seed)
+        preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
+        evaluations = m.evaluations
+    else:
+        raise ValueError(f"config key 'beta_tta.methods': unknown method '{name}'")
+    elapsed = time.process_time() - start
+    n = len(x)
+    return {"pred": torch.cat(preds).long(), "api_queries": api.queries, "api_calls": api.calls,
+            "simulated_latency_s": api.simulated_latency_s, "cost": api.cost,
+            "whitebox_evaluations": evaluations, "client_seconds": elapsed, "n": n}
+
+
+def adapt(params, inputs, out: Path):
+    v, seed = params["variant_settings"], params["seed"]
+    if v["kind"] != "vision":
+        raise ValueError(f"beta_tta adapt: variant '{params['variant']}' has kind '{v['kind']}'; only 'vision' runs here")
+    src = inputs["train"]
+    source, steering = _load(v, "source", src), _load(v, "steering", src)
+    s = _seeds(seed)
+    x_clean, y = _data(v["data"], v["data"]["test_size"], s["test"])
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(s["test"])) \
+        if params["shift"]["order"] == "shuffled" else torch.arange(len(y))
+    names = method_names(params)
+    cells, timing = {}, {}
+    total = len(params["shift"]["corruptions"]) * len(params["shift"]["severities"])
+    done = 0
+    for ci, corruption in enumerate(params["shift"]["corruptions"]):
+        for severity in params["shift"]["severities"]:
+            key = f"{corruption}/{severity}"
+            xc = torch.as_tensor(corruptions.corrupt(x_clean.numpy(), corruption, severity,
+                                                     s["test"] * 100 + ci * 10 + severity))[order]
+            yc = y[order]
+            cell = {}
+            for name in names:
+                r = run_method(name, params, source, steering, xc, seed)
+                correct = (r["pred"] == yc).int().tolist()
+                cell[name] = {"accuracy": io.significant(sum(correct) / len(correct), 6),
+                              "correct": "".join(map(str, correct)),
+                              "api_queries_per_sample": io.significant(r["api_queries"] / r["n"], 6),
+                              "api_calls": r["api_calls"],
+                              "simulated_api_latency_per_sample_s": io.significant(r["simulated_latency_s"] / r["n"], 6),
+                              "cost_per_sample": io.significant(r["cost"] / r["n"], 6),
+                              "whitebox_evaluations_per_sample": io.significant(r["whitebox_evaluations"] / r["n"], 6)}
+                timing.setdefault(name, []).append(r["client_seconds"] / r["n"])
+            cells[key] = cell
+            done += 1
+            summary = " ".join(f"{m}={cell[m]['accuracy']:.3f}" for m in names)
+            print(f"[{done}/{total}] {key}: {summary}", flush=True)
+            tracking.active().log_metrics({f"{m}/accuracy": cell[m]["accuracy"] for m in names}, step=done)
+    info = io.read_json(src / "train.json")
+    io.write_json(out / "metrics.json", {"variant": params["variant"], "seed": seed, "methods": names,
+                                         "train": info, "cells": cells})
+    io.write_json(out / "timing.json", {m: {"client_seconds_per_sample": float(np.mean(t))} for m, t in timing.items()})
+    return [out / "metrics.json", out / "timing.json"]
+
+
+# ---------------------------------------------------------------- figures
+def summarise(runs: dict, timings: dict, params: dict) -> dict:
+    """Per variant: per method, mean accuracy over cells per seed, per-item correctness per seed
+    (every cell's items), queries per sample, latency, and the per-cell accuracies."""
+    out = {}
+    for v, seeds in runs.items():
+        first = seeds[0]
+        names = first["methods"]
+        cells = list(first["cells"])
+        dom = {"methods": {}, "cells": cells, "api": params["api"], "budgets": params["zoo"]["budgets"],
+               "optimizers": params["zoo"]["optimizers"], "cma_popsize": params["zoo"]["cma_popsize"]}
+        for m in names:
+            per_seed = [float(np.mean([r["cells"][c][m]["accuracy"] for c in cells])) for r in seeds]
+            items = [[int(ch) for c in cells for ch in r["cells"][c][m]["correct"]] for r in seeds]
+            dom["methods"][m] = {
+                "accuracy": per_seed, "items": items,
+                "per_cell": {c: [r["cells"][c][m]["accuracy"] for r in seeds] for c in cells},
+                "queries_per_sample": float(np.mean([r["cells"][c][m]["api_queries_per_sample"] for r in seeds for c in cells])),
+                "api_latency_per_sample_s": float(np.mean([r["cells"][c][m]["simulated_api_latency_per_sample_s"]
+                                                           for r in seeds for c in cells])),
+                "client_seconds_per_sample": float(np.mean([t[m]["client_seconds_per_sample"] for t in timings[v]])),
+                "whitebox_evaluations_per_sample": float(np.mean([r["cells"][c][m]["whitebox_evaluations_per_sample"]
+                                                                  for r in seeds for c in cells])),
+            }
+        dom["source_clean_accuracy"] = [r["train"]["source_clean_accuracy"] for r in seeds]
+        dom["steering_clean_accuracy"] = [r["train"]["steering_clean_accuracy"] for r in seeds]
+        out[v] = dom
+    return out
+
+
+COLOURS = {"source": "#7f7f7f", "lame": "#bcbd22", "tent": "#1f77b4", "tpt": "#17becf", "beta": "#d62728"}
+
+
+def figures(params, inputs, out: Path):
+    root = inputs["adapt"]
+    runs, timings = {}, {}
+    for v in params["run_variants"]:
+        runs[v] = [io.read_json(root / v / f"seed{s}" / "metrics.json") for s in params["seeds"]]
+        timings[v] = [io.read_json(root / v / f"seed{s}" / "timing.json") for s in params["seeds"]]
+    summary = summarise(runs, timings, params)
+    figdir = out / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    import matplotlib.pyplot as plt
+
+    # accuracy per corruption x severity
+    fig, axes = plotting.figure(ncols=len(summary), width=max(7.0, 0.6 * max(len(d["cells"]) for d in summary.values())))
+    axes = axes.ravel()
+    for ax, (v, dom) in zip(axes, summary.items()):
+        main = [m for m in ("source", "lame", "tent", "tpt", "beta") if m in dom["methods"]]
+        zoo = [m for m in dom["methods"] if m.startswith("zoo_")]
+        best_zoo = max(zoo, key=lambda m: np.mean(dom["methods"][m]["accuracy"])) if zoo else None
+        shown = main + ([best_zoo] if best_zoo else [])
+        width = 0.8 / len(shown)
+        xs = np.arange(len(dom["cells"]))
+        for k, m in enumerate(shown):
+            means = [np.mean(dom["methods"][m]["per_cell"][c]) for c in dom["cells"]]
+            stds = [np.std(dom["methods"][m]["per_cell"][c], ddof=1) if len(params["seeds"]) > 1 else 0
+                    for c in dom["cells"]]
+            ax.bar(xs + k * width, means, width, yerr=stds, label=m, color=COLOURS.get(m, "#9467bd"))
+        ax.set_xticks(xs + 0.4 - width / 2, [c.replace("/", "\n") for c in dom["cells"]], fontsize=6, rotation=60)
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"{v}: accuracy per corruption/severity (mean ± sd, {len(params['seeds'])} seeds)")
+        ax.legend(fontsize=6, ncol=3)
+    plotting.save(fig, figdir / "accuracy_per_corruption.png")
+
+    # accuracy against API queries per sample
+    fig, axes = plotting.figure(ncols=len(summary))
+    axes = axes.ravel()
+    for ax, (v, dom) in zip(axes, summary.items()):
+        for opt, colour in (("spsa", "#2ca02c"), ("cma", "#9467bd")):
+            ms = [f"zoo_{opt}_{q}" for q in dom["budgets"] if f"zoo_{opt}_{q}" in dom["methods"]]
+            if ms:
+                qs = [dom["methods"][m]["queries_per_sample"] for m in ms]
+                plotting.mean_band(ax, qs, [[dom["methods"][m]["accuracy"][i] for m in ms] for i in range(len(params["seeds"]))],
+                                   f"ZOO ({opt.upper()})", colour)
+        for m in ("source", "lame", "beta"):
+            if m in dom["methods"]:
+                d = dom["methods"][m]
+                ax.errorbar([d["queries_per_sample"]], [np.mean(d["accuracy"])], yerr=[np.std(d["accuracy"], ddof=1)
+                            if len(d["accuracy"]) > 1 else 0], fmt="o", color=COLOURS[m], label=m)
+        ax.set_xscale("log")
+        ax.set_xlabel("API queries per test image (log)")
+        ax.set_ylabel("mean accuracy over corruptions")
+        ax.set_title(f"{v}: accuracy vs API cost")
+        ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "accuracy_vs_queries.png")
+
+    # ablation
+    fig, axes = plotting.figure(ncols=len(summary))
+    axes = axes.ravel()
+    for ax, (v, dom) in zip(axes, summary.items()):
+        abl = [m for m in dom["methods"] if m == "beta" or m.startswith("beta_")] + ["source"]
+        means = [np.mean(dom["methods"][m]["accuracy"]) for m in abl]
+        stds = [np.std(dom["methods"][m]["accuracy"], ddof=1) if len(params["seeds"]) > 1 else 0 for m in abl]
+        ax.barh(abl, means, xerr=stds, color=["#d62728" if m == "beta" else "#ff9896" for m in abl])
+        ax.set_xlabel("mean accuracy over corruptions")
+        ax.set_title(f"{v}: BETA ablations (mean ± sd over seeds)")
+    plotting.save(fig, figdir / "ablation.png")
+    plt.close("all")
+
+    rows = []
+    for v, dom in summary.items():
+        for m, d in dom["methods"].items():
+            rows.append({"domain": v, "method": m, "mean_accuracy": claims.fmt(d["accuracy"]),
+                         "api_queries_per_sample": claims.num(d["queries_per_sample"], 4),
+                         "simulated_api_latency_per_sample_s": claims.num(d["api_latency_per_sample_s"], 3),
+                         "client_ms_per_sample": claims.num(1000 * d["client_seconds_per_sample"], 2),
+                         "whitebox_evaluations_per_sample": claims.num(d["whitebox_evaluations_per_sample"], 3)})
+        for c in dom["cells"]:
+            rows.append({"domain": v, "method": f"per cell {c}",
+                         "mean_accuracy": " ".join(f"{m}={np.mean(d['per_cell'][c]):.3f}" for m, d in dom["methods"].items()),
+                         "api_queries_per_sample": "", "simulated_api_latency_per_sample_s": "",
+                         "client_ms_per_sample": "", "whitebox_evaluations_per_sample": ""})
+    return claims.write_tables(out, rows, claim_rows(summary, params["scale"]))
