@@ -167,7 +167,8 @@ def test_smoke_dag_twice_gives_identical_metrics(smoke, smoke_again):
 # the rules that run on GPUs at paper scale, and how many each asks for (config/paper.yaml)
 PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_size": 8, "nar_dit_evaluate": 1, "crl_spectral_train": 1, "angular_nets_train": 1,
                    "angular_nets_tune": 1, "apexphys_train": 1, "apexphys_tune": 1, "embed_merge_train": 1,
-                   "embed_merge_merge": 1, "bdc_merge_run": 1, "fedlora_align_train": 1, "fedaba_train": 1}
+                   "embed_merge_merge": 1, "bdc_merge_run": 1, "fedlora_align_train": 1, "fedaba_train": 1,
+                   "beta_tta_train": 1, "beta_tta_adapt": 1}
 
 
 def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):

@@ -5,23 +5,20 @@ BT = "results/beta_tta"
 BT_FIGURES = ["accuracy_per_corruption", "accuracy_vs_queries", "ablation"]
 
 
-rule beta_tta_train:
+use rule neurips26_step as beta_tta_train with:
     output:
         source=f"{BT}/train/{{variant}}/seed{{seed}}/source.safetensors",
         steering=f"{BT}/train/{{variant}}/seed{{seed}}/steering.safetensors",
         info=f"{BT}/train/{{variant}}/seed{{seed}}/train.json",
     params:
-        cli=CLI,
+        step="beta_tta train",
         args=paper_params("beta_tta"),
-        wildcards=wildcards_json,
         code=code_stamp("beta_tta"),
         out=folder_of("output", "info"),
     log:
         f"{BT}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{BT}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -30,12 +27,9 @@ rule beta_tta_train:
             config["beta_tta"]["resources"]["train_gpus"],
             training=True,
         ),
-    shell:
-        "{resources.mpi} {params.cli} beta_tta train --params {params.args:q} --out {params.out}"
-        " --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule beta_tta_adapt:
+use rule neurips26_step as beta_tta_adapt with:
     input:
         info=rules.beta_tta_train.output.info,
         source=rules.beta_tta_train.output.source,
@@ -44,18 +38,15 @@ rule beta_tta_adapt:
         metrics=f"{BT}/adapt/{{variant}}/seed{{seed}}/metrics.json",
         timing=f"{BT}/adapt/{{variant}}/seed{{seed}}/timing.json",
     params:
-        cli=CLI,
+        step="beta_tta adapt",
         args=paper_params("beta_tta", "methods", "shift", "api", "beta", "beta_ablations", "tent", "tpt", "lame", "zoo"),
-        wildcards=wildcards_json,
         code=code_stamp("beta_tta"),
-        train=folder_of("input", "info"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(train=folder_of("input", "info")),
     log:
         f"{BT}/logs/adapt/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{BT}/benchmarks/adapt/{{variant}}_seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(
@@ -63,12 +54,9 @@ rule beta_tta_adapt:
             config["beta_tta"]["resources"]["adapt_runtime_min"],
             config["beta_tta"]["resources"]["adapt_gpus"],
         ),
-    shell:
-        "{resources.mpi} {params.cli} beta_tta adapt --params {params.args:q} --input train={params.train}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule beta_tta_figures:
+use rule neurips26_step as beta_tta_figures with:
     input:
         metrics=grid("beta_tta", f"{BT}/adapt/{{variant}}/seed{{seed}}/metrics.json"),
         timing=grid("beta_tta", f"{BT}/adapt/{{variant}}/seed{{seed}}/timing.json"),
@@ -80,7 +68,7 @@ rule beta_tta_figures:
         summary=f"{BT}/summary.csv",
         claims=f"{BT}/claims.csv",
     params:
-        cli=CLI,
+        step="beta_tta figures",
         args=paper_params(
             "beta_tta",
             "api",
@@ -89,20 +77,16 @@ rule beta_tta_figures:
             seeds=config["beta_tta"]["seeds"],
         ),
         code=code_stamp("beta_tta"),
-        adapt=folder_of("input", "metrics", up=3),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(adapt=folder_of("input", "metrics", up=3)),
     log:
         f"{BT}/logs/figures.log",
     benchmark:
         f"{BT}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    shell:
-        "{params.cli} beta_tta figures --params {params.args:q} --input adapt={params.adapt} --out {params.out} > {log} 2>&1"
 
 
 register_targets("beta_tta", rules.beta_tta_figures.output)
