@@ -30,6 +30,7 @@ include: "workflow/rules/adap.smk"
 include: "workflow/rules/apexphys.smk"
 include: "workflow/rules/embed_merge.smk"
 include: "workflow/rules/bdc_merge.smk"
+include: "workflow/rules/ar1_zo.smk"
 include: "workflow/rules/report.smk"
 
 
