@@ -213,3 +213,39 @@ def test_addition_scorers_against_an_oracle(tmp_path):
     assert np.mean(tasks.teacher_forced_reward(other, tok, items)) < 1.0
     with pytest.raises(ValueError):
         tasks.check_tokens(tok, ["z q"])
+
+
+@pytest.fixture(scope="module")
+def tiny_causal(tmp_path_factory):
+    """A word-level BPE tokenizer on the sentiment sentences and a tiny random Llama."""
+    from neurips26.core import lm
+
+    items = tasks.make_sentiment(200, seed=5)
+    texts = [f"{it['text']} It was great" for it in items]
+    texts += [t.replace(" great", " terrible") for t in texts]
+    folder = tmp_path_factory.mktemp("tok")
+    lm.train_tokenizer(texts, vocab_size=400, out=folder)
+    tok = lm.load_tokenizer(folder)  # with the pad token and right padding every model here reads
+    torch.manual_seed(0)
+    model = lm.build_model("llama", len(tok), 32, 2, 2, 64, 128, tokenizer=tok)
+    return tok, model.eval(), items
+
+
+def test_causal_prompt_classifier_reads_the_verbalizer_log_probs(tiny_causal):
+    tok, model, items = tiny_causal
+    clf = tasks.CausalPromptClassifier(tok, model)
+    batch = clf.encode(items[:6])
+    got = clf.logits(batch)
+    # reference: each prompt alone (no padding), log-softmax of the last position
+    great = tok("great", add_special_tokens=False)["input_ids"][0]
+    terrible = tok("terrible", add_special_tokens=False)["input_ids"][0]
+    for i, it in enumerate(items[:6]):
+        ids = torch.tensor([tok(f"{it['text']} It was")["input_ids"]])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=ids).logits[0, -1], -1)
+        assert torch.allclose(got[i], torch.stack([logp[terrible], logp[great]]), atol=1e-4)
+    # a subset of rows, trimmed, scores the same
+    sub = clf.subset(batch, [4, 1])
+    assert torch.allclose(clf.logits(sub), got[[4, 1]], atol=1e-4)
+    assert isinstance(clf.loss(batch), float) and 0 <= clf.accuracy(batch) <= 1
+    assert len(clf.top_parameters()) == len(list(model.parameters()))

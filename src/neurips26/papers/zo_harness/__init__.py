@@ -30,7 +30,9 @@ API (import from the modules; this `__init__` stays free of torch):
     tasks.prompt(text) -> str;  tasks.VERBALIZERS
     tasks.PromptClassifier(tokenizer, encoder, temperature=..., max_length=...)
         .encode(items) -> batch;  .logits(batch) -> Tensor;  .loss(batch) -> float
-        .accuracy(batch) -> float;  .correct(batch) -> list[int]
+        .accuracy(batch) -> float;  .correct(batch) -> list[int];  .subset(batch, idx) -> batch
+    tasks.CausalPromptClassifier(tokenizer, causal_lm, template="{x} It was", verbalizers=(" terrible", " great"))
+        the same interface for OPT / Qwen3 / the tiny Llama (MeZO's SST-2 prompt for a causal LM)
     tasks.make_addition(n, digits, seed) -> list[dict(a, b, answer, prompt, target)]
     tasks.render_number(x, symbols=DIGIT_SYMBOLS) -> str;  tasks.parse_number(s, symbols) -> int | None
     tasks.addition_reward(completion, item, dense=False) -> float

@@ -130,6 +130,15 @@ class PromptClassifier:
         batch["labels"] = torch.tensor([int(it["label"]) for it in items])
         return batch
 
+    @staticmethod
+    def subset(batch: dict, idx) -> dict:
+        """Rows `idx` of an encoded batch, trimmed to their longest sequence."""
+        idx = torch.as_tensor(idx)
+        mask = batch["mask"][idx]
+        n = int(mask.sum(1).max())
+        return {"hidden": batch["hidden"][idx, :n], "mask": mask[:, :n], "ext": batch["ext"][idx][..., :n],
+                "labels": batch["labels"][idx]}
+
     def _pooled(self, part: dict) -> torch.Tensor:
         h = part["hidden"]
         for layer in self.top_modules():
@@ -275,3 +284,58 @@ def greedy_rewards(model, tokenizer, items: Sequence[dict], max_new_tokens: int 
             text = " ".join(tokenizer.convert_ids_to_tokens(row.tolist()))
             out.append(addition_reward(text, it, dense=dense))
     return out
+
+
+class CausalPromptClassifier:
+    """MeZO's prompt classification with a causal LM (OPT, Qwen3, the tiny Llama): the prompt
+    "<sentence> It was" and the next-token log-probabilities of the verbalizers " terrible" /
+    " great" (their first tokens) at its last position are the two class logits. Nothing is
+    cached (`cache_below` = 0): a query runs the whole model, whose parameters are all tunable.
+    Same interface as `PromptClassifier` (encode / logits / loss / correct / accuracy / subset)."""
+
+    cache_below = 0
+
+    def __init__(self, tokenizer, model, template: str = "{x} It was", verbalizers: Sequence[str] = (" terrible", " great"),
+                 max_length: int = 128):
+        self.tok, self.model = tokenizer, model.eval()
+        self.template, self.max_length = template, int(max_length)
+        ids = [tokenizer(v, add_special_tokens=False)["input_ids"] for v in verbalizers]
+        if any(not i for i in ids):
+            raise ValueError(f"a verbalizer of {list(verbalizers)} has no token")
+        self.label_ids = torch.tensor([i[0] for i in ids])
+        if len(set(self.label_ids.tolist())) != len(ids):
+            raise ValueError(f"the verbalizers {list(verbalizers)} share their first token")
+
+    def top_parameters(self) -> list[tuple[str, torch.nn.Parameter]]:
+        return list(self.model.named_parameters())
+
+    def encode(self, items: Sequence[dict]) -> dict:
+        enc = self.tok([self.template.format(x=it["text"]) for it in items], return_tensors="pt", padding=True,
+                       truncation=True, max_length=self.max_length)
+        return {"input_ids": enc["input_ids"], "mask": enc["attention_mask"],
+                "labels": torch.tensor([int(it["label"]) for it in items])}
+
+    @staticmethod
+    def subset(batch: dict, idx) -> dict:
+        idx = torch.as_tensor(idx)
+        mask = batch["mask"][idx]
+        n = int(mask.sum(1).max())
+        return {"input_ids": batch["input_ids"][idx, :n], "mask": mask[:, :n], "labels": batch["labels"][idx]}
+
+    @torch.no_grad()
+    def logits(self, batch: dict) -> torch.Tensor:
+        dev = next(self.model.parameters()).device
+        out = self.model(input_ids=batch["input_ids"].to(dev), attention_mask=batch["mask"].to(dev)).logits
+        last = batch["mask"].sum(1) - 1  # right padding: the last real token of each row
+        logp = torch.log_softmax(out[torch.arange(len(last)), last.to(dev)].float(), -1).cpu()
+        return logp[:, self.label_ids]
+
+    def loss(self, batch: dict) -> float:
+        return float(torch.nn.functional.cross_entropy(self.logits(batch), batch["labels"]))
+
+    def correct(self, batch: dict) -> list[int]:
+        return (self.logits(batch).argmax(-1) == batch["labels"]).int().tolist()
+
+    def accuracy(self, batch: dict) -> float:
+        c = self.correct(batch)
+        return sum(c) / max(1, len(c))
