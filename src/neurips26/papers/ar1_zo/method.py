@@ -37,14 +37,15 @@ def lora_alpha_for(scheme: str, alpha: float, rank: int) -> float:
     raise ValueError(f"unknown LoRA scaling scheme '{scheme}' (ar1 or canonical)")
 
 
-def add_lora(encoder, rank: int, lora_alpha: float, layers: Sequence[int], targets: Sequence[str], seed: int):
-    """Inject LoRA adapters (peft) of rank `rank` into `targets` of the encoder layers `layers`,
-    in place, A initialised by peft (Kaiming-uniform) under `seed` and B = 0. Returns the LoRA
-    modules in a fixed order."""
+def add_lora(encoder, rank: int, lora_alpha: float, layers: Sequence[int] | None, targets: Sequence[str], seed: int):
+    """Inject LoRA adapters (peft) of rank `rank` into `targets` of the encoder layers `layers`
+    (None: of every layer), in place, A initialised by peft (Kaiming-uniform) under `seed` and
+    B = 0. Returns the LoRA modules in a fixed order."""
     from peft import LoraConfig, inject_adapter_in_model
 
+    where = {} if layers is None else {"layers_to_transform": list(layers), "layers_pattern": "layer"}
     cfg = LoraConfig(r=int(rank), lora_alpha=lora_alpha, target_modules=list(targets), lora_dropout=0.0,
-                     layers_to_transform=list(layers), layers_pattern="layer", bias="none")
+                     bias="none", **where)
     with torch.random.fork_rng():
         torch.manual_seed(int(seed))
         inject_adapter_in_model(cfg, encoder)

@@ -25,27 +25,30 @@ LORA_METHODS = ("mezo_lora", "naive_atom", "ar1_zo")
 ATOM_METHODS = ("naive_atom", "ar1_zo")
 
 
-def subset(batch: dict, idx) -> dict:
-    """Rows `idx` of an encoded batch, trimmed to their longest sequence."""
-    idx = torch.as_tensor(idx)
-    mask = batch["mask"][idx]
-    n = int(mask.sum(1).max())
-    return {"hidden": batch["hidden"][idx, :n], "mask": mask[:, :n], "ext": batch["ext"][idx][..., :n],
-            "labels": batch["labels"][idx]}
+subset = tasks.PromptClassifier.subset  # rows of an encoder batch
 
 
 class Setup:
-    """The data of one run (encoded once through the frozen lower layers) and the base encoder."""
+    """The data of one run (encoded once; for the encoder, through its frozen lower layers) and
+    the base model. `model_cfg['kind']`: 'encoder' (a BERT-style sentence encoder, the top
+    `tuned_layers` tuned) or 'causal' (a causal LM scored on verbalizer tokens, every layer tuned)."""
 
     def __init__(self, tokenizer, encoder, data: dict, model_cfg: dict):
         self.tok, self.base, self.cfg = tokenizer, encoder, model_cfg
-        n_layers = len(encoder.encoder.layer)
-        self.tuned = list(range(n_layers - int(model_cfg["tuned_layers"]), n_layers))
+        self.kind = model_cfg.get("kind", "encoder")
+        if self.kind == "encoder":
+            n_layers = len(encoder.encoder.layer)
+            self.tuned = list(range(n_layers - int(model_cfg["tuned_layers"]), n_layers))
+        else:
+            self.tuned = None  # LoRA on every layer
         clf = self.classifier(encoder)
+        self.subset = clf.subset
         self.batches = {name: clf.encode(items) for name, items in data.items()}
 
-    def classifier(self, encoder) -> tasks.PromptClassifier:
-        return tasks.PromptClassifier(self.tok, encoder, temperature=self.cfg["temperature"],
+    def classifier(self, model):
+        if self.kind == "causal":
+            return tasks.CausalPromptClassifier(self.tok, model, max_length=self.cfg["max_length"])
+        return tasks.PromptClassifier(self.tok, model, temperature=self.cfg["temperature"],
                                       max_length=self.cfg["max_length"], cache_below=self.tuned[0])
 
     def build(self, name: str, rank: int, alpha: float, lozo: dict, init_seed: int):
@@ -74,7 +77,7 @@ def evaluate(clf, batch: dict, chunk: int = 128) -> dict:
     correct, losses = [], []
     n = len(batch["labels"])
     for i in range(0, n, chunk):
-        part = subset(batch, range(i, min(n, i + chunk)))
+        part = clf.subset(batch, range(i, min(n, i + chunk)))
         logits = clf.logits(part)
         correct += (logits.argmax(-1) == part["labels"]).int().tolist()
         losses.append(float(torch.nn.functional.cross_entropy(logits, part["labels"], reduction="sum")))
@@ -92,7 +95,7 @@ def train(setup: Setup, name: str, rank: int, alpha: float, lozo: dict, lr: floa
     n_train = len(train_batch["labels"])
     curve, window, diverged = [], [], False
     for t in range(steps):
-        batch = subset(train_batch, torch.randint(n_train, (batch_size,), generator=gen))
+        batch = setup.subset(train_batch, torch.randint(n_train, (batch_size,), generator=gen))
         seed = zo.step_seed(run_seed, t)
         xi = torch.randn(2, generator=noise).tolist()
         opt.perturb_(t, seed, eps)
@@ -122,28 +125,43 @@ def train(setup: Setup, name: str, rank: int, alpha: float, lozo: dict, lr: floa
             "forwards": counter.forwards, "diverged": diverged}
 
 
+def reinit_(modules, seed: int) -> None:
+    """peft's LoRA initialisation again (A Kaiming-uniform, B = 0) under `seed`."""
+    with torch.random.fork_rng():
+        torch.manual_seed(int(seed))
+        for m in modules:
+            m.reset_lora_parameters(method.ADAPTER, True)
+
+
 def signal_vs_rank(setup: Setup, ranks, alpha: float, eps: float, queries: int, batch_size: int,
-                   noise_floor: float, seed: int) -> dict:
+                   noise_floor: float, seed: int, inits: int = 1) -> dict:
     """Active FD signal of atom queries at the LoRA initialisation, per rank, for the canonical
     (naive) and AR1 scalings: RMS of (L_+ - L_-)/2 over `queries` atom queries (alternating atoms,
-    one fixed batch, noise-free), FD-SNR = signal^2 / (sigma^2 / 2) (the variance the floor adds to
-    (L_+ - L_-)/2), and the share of noisy queries whose sign agrees with the noise-free one."""
+    spread over `inits` fresh LoRA initialisations, one fixed batch, noise-free), FD-SNR =
+    signal^2 / (sigma^2 / 2) (the variance the floor adds to (L_+ - L_-)/2), and the share of noisy
+    queries whose sign agrees with the noise-free one. Both scalings see the same initialisations,
+    directions and noise draws."""
     gen = torch.Generator().manual_seed(int(seed))
-    batch = subset(setup.batches["train"], torch.randint(len(setup.batches["train"]["labels"]), (batch_size,), generator=gen))
+    batch = setup.subset(setup.batches["train"], torch.randint(len(setup.batches["train"]["labels"]), (batch_size,), generator=gen))
     out = {}
+    per_init = max(1, queries // max(1, inits))
     for scheme, name in (("canonical", "naive_atom"), ("ar1", "ar1_zo")):
         rows = {}
         for r in ranks:
             clf, opt, modules = setup.build(name, r, alpha, {}, seed * 1000 + r)
-            deltas = [method.atom_signal(lambda: clf.loss(batch), modules, q % r, zo.step_seed(seed, q), eps)
-                      for q in range(queries)]
+            deltas = []
+            for k in range(inits):
+                reinit_(modules, zo.step_seed(seed, 1000 * r + k))
+                deltas += [method.atom_signal(lambda: clf.loss(batch), modules, q % r, zo.step_seed(seed, 100 * k + q), eps)
+                           for q in range(per_init)]
+            n = len(deltas)
             # the same noise draws for both scalings at a rank
             noise = torch.Generator().manual_seed(zo.step_seed(seed, 10_000 + r))
-            xi = torch.randn(queries, 2, generator=noise, dtype=torch.float64)
+            xi = torch.randn(n, 2, generator=noise, dtype=torch.float64)
             noisy = [d + noise_floor * 0.5 * float(x[0] - x[1]) for d, x in zip(deltas, xi)]
-            rms = math.sqrt(sum(d * d for d in deltas) / queries)
+            rms = math.sqrt(sum(d * d for d in deltas) / n)
             snr = rms ** 2 / (noise_floor ** 2 / 2) if noise_floor > 0 else float("inf")
-            agree = sum(1 for d, y in zip(deltas, noisy) if (d > 0) == (y > 0)) / queries
+            agree = sum(1 for d, y in zip(deltas, noisy) if (d > 0) == (y > 0)) / n
             rows[str(r)] = {"signal": rms, "fd_snr": snr, "sign_agreement": agree,
                             "scaling": method.scaling(modules[0])}
         out[name] = rows

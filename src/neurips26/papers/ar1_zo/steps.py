@@ -28,7 +28,19 @@ DIGITS = 6
 
 
 def _encoder(params: dict):
-    return lm.load_minilm(params["model"].get("encoder"), key=f"{P}.model.encoder")
+    """(tokenizer, model): the packaged MiniLM (or model.encoder), or with model.kind 'causal' the
+    causal LM model.encoder names (a Hugging Face id or folder: OPT, Qwen3 at paper scale)."""
+    m = params["model"]
+    if m.get("kind", "encoder") == "causal":
+        if not m.get("encoder"):
+            raise ValueError(f"config key '{P}.model.encoder': a causal model needs an id or a folder")
+        import torch
+
+        model = lm.load_model(m["encoder"], dtype=m.get("dtype", "float32"))
+        if torch.cuda.is_available():
+            model = model.cuda()
+        return lm.load_tokenizer(m["encoder"]), model
+    return lm.load_minilm(m.get("encoder"), key=f"{P}.model.encoder")
 
 
 def _data(params: dict, seed: int, splits=("train", "val", "test")) -> dict:
@@ -85,7 +97,7 @@ def mechanism(params, inputs, out: Path):
         data["train"] = data["train"][: max(m["batch_size"], 1)]
         setup = runner.Setup(tok, enc, data, params["model"])
         res = runner.signal_vs_rank(setup, m["ranks"], params["lora"]["alpha"], m["eps"], m["queries"],
-                                    m["batch_size"], params["noise_floor"], seed)
+                                    m["batch_size"], params["noise_floor"], seed, inits=m["inits"])
         for name, rows in res.items():
             print(f"mechanism seed {seed} {name}: " + ", ".join(f"r={r}: {v['signal']:.3g}" for r, v in rows.items()), flush=True)
         results[str(seed)] = res
