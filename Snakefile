@@ -34,6 +34,7 @@ include: "workflow/rules/bdc_merge.smk"
 include: "workflow/rules/fedlora_align.smk"
 include: "workflow/rules/fedaba.smk"
 include: "workflow/rules/beta_tta.smk"
+include: "workflow/rules/ar1_zo.smk"
 include: "workflow/rules/report.smk"
 
 
