@@ -6,12 +6,12 @@ AR_FIGURES = ["signal_vs_rank", "accuracy_vs_rank", "methods", "training_loss"]
 AR_KEYS = ("model", "data", "lora", "lozo", "methods", "grid", "budget", "noise_floor", "tune", "mechanism", "seeds")
 
 
-rule ar1_zo_mechanism:
+use rule neurips26_step as ar1_zo_mechanism with:
     output:
         metrics=f"{AR}/mechanism/metrics.json",
         timing=f"{AR}/mechanism/timing.json",
     params:
-        cli=CLI,
+        step="ar1_zo mechanism",
         args=paper_params("ar1_zo", *AR_KEYS),
         code=code_stamp("ar1_zo"),
         out=folder_of("output", "metrics"),
@@ -19,22 +19,17 @@ rule ar1_zo_mechanism:
         f"{AR}/logs/mechanism.log",
     benchmark:
         f"{AR}/benchmarks/mechanism.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(AR_CFG["resources"]["mem_mb"], AR_CFG["resources"]["mechanism_runtime_min"], AR_CFG["resources"]["gpus"]),
-    shell:
-        "{resources.mpi} {params.cli} ar1_zo mechanism --params {params.args:q} --out {params.out}"
-        " --threads {threads} > {log} 2>&1"
 
 
-rule ar1_zo_tune:
+use rule neurips26_step as ar1_zo_tune with:
     output:
         tune=f"{AR}/tune/tune.json",
         timing=f"{AR}/tune/timing.json",
     params:
-        cli=CLI,
+        step="ar1_zo tune",
         args=paper_params("ar1_zo", *AR_KEYS),
         code=code_stamp("ar1_zo"),
         out=folder_of("output", "tune"),
@@ -42,44 +37,33 @@ rule ar1_zo_tune:
         f"{AR}/logs/tune.log",
     benchmark:
         f"{AR}/benchmarks/tune.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(AR_CFG["resources"]["mem_mb"], AR_CFG["resources"]["tune_runtime_min"], AR_CFG["resources"]["gpus"]),
-    shell:
-        "{resources.mpi} {params.cli} ar1_zo tune --params {params.args:q} --out {params.out}"
-        " --threads {threads} > {log} 2>&1"
 
 
-rule ar1_zo_train:
+use rule neurips26_step as ar1_zo_train with:
     input:
         tune=rules.ar1_zo_tune.output.tune,
     output:
         metrics=f"{AR}/train/seed{{seed}}/metrics.json",
         timing=f"{AR}/train/seed{{seed}}/timing.json",
     params:
-        cli=CLI,
+        step="ar1_zo train",
         args=paper_params("ar1_zo", *AR_KEYS),
-        wildcards=wildcards_json,
         code=code_stamp("ar1_zo"),
-        tune=folder_of("input", "tune"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(tune=folder_of("input", "tune")),
     log:
         f"{AR}/logs/train/seed{{seed}}.log",
     benchmark:
         f"{AR}/benchmarks/train/seed{{seed}}.tsv"
-    conda:
-        ENV
     threads: THREADS
     resources:
         **job_resources(AR_CFG["resources"]["mem_mb"], AR_CFG["resources"]["train_runtime_min"], AR_CFG["resources"]["gpus"]),
-    shell:
-        "{resources.mpi} {params.cli} ar1_zo train --params {params.args:q} --input tune={params.tune}"
-        " --out {params.out} --threads {threads} --wildcards {params.wildcards:q} > {log} 2>&1"
 
 
-rule ar1_zo_figures:
+use rule neurips26_step as ar1_zo_figures with:
     input:
         mechanism=rules.ar1_zo_mechanism.output.metrics,
         metrics=expand(f"{AR}/train/seed{{seed}}/metrics.json", seed=AR_CFG["seeds"]),
@@ -91,25 +75,19 @@ rule ar1_zo_figures:
         summary=f"{AR}/summary.csv",
         claims=f"{AR}/claims.csv",
     params:
-        cli=CLI,
+        step="ar1_zo figures",
         args=paper_params("ar1_zo", *AR_KEYS),
         code=code_stamp("ar1_zo"),
-        mechanism=folder_of("input", "mechanism"),
-        runs=folder_of("input", "metrics", up=2),
         out=folder_of("output", "claims"),
+        inputs=cli_inputs(mechanism=folder_of("input", "mechanism"), runs=folder_of("input", "metrics", up=2)),
     log:
         f"{AR}/logs/figures.log",
     benchmark:
         f"{AR}/benchmarks/figures.tsv"
-    conda:
-        ENV
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    shell:
-        "{params.cli} ar1_zo figures --params {params.args:q} --input mechanism={params.mechanism}"
-        " --input runs={params.runs} --out {params.out} > {log} 2>&1"
 
 
 register_targets("ar1_zo", rules.ar1_zo_figures.output)
