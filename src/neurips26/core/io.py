@@ -91,12 +91,16 @@ def write_csv(path, rows: Iterable[Mapping[str, Any]], columns: list[str] | None
     write_text(path, buf.getvalue())
 
 
-def significant(x, digits: int = 10) -> float:
+def significant(x, digits: int = 10, floor: float = 0.0) -> float:
     """`x` as a float with `digits` significant digits (non-finite values and 0 as they are),
-    so that metrics files do not carry last-bit noise of float reductions."""
+    so that metrics files do not carry last-bit noise of float reductions. A value whose
+    magnitude is below `floor` is round-off (a residual that is zero in exact arithmetic, whose
+    last bits move with the memory alignment of the arrays summed) and is written as 0.0."""
     import math
 
     x = float(x)
+    if math.isfinite(x) and abs(x) < floor:
+        return 0.0
     return x if not math.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
 
 

@@ -19,6 +19,9 @@ from . import method
 from .claims import CRITICAL_TOL, claim_rows
 
 P = "abmf"
+# residuals (asymmetry, gradient norm, objective gap, distances) below this are round-off: their
+# last bits differ between two runs of the same job, so metrics.json writes them as 0
+ROUND_OFF = 1e-12
 LABELS = {"psd_approximation": "low-rank PSD approximation", "matrix_sensing": "matrix sensing",
           "maxcut": "MaxCut SDP (penalised)"}
 
@@ -65,8 +68,8 @@ def _search(problem, gamma: float, ratio: float, label: str, search: dict, rng: 
             points.append(found)
     return {"ratio": significant(ratio), "gamma": significant(gamma), "label": label,
             "family_found": fam is not None,
-            "points": [{"source": c.source, "gradient_norm": significant(c.gradient_norm, 3),
-                        "asymmetry": significant(c.asymmetry, 4),
+            "points": [{"source": c.source, "gradient_norm": significant(c.gradient_norm, 3, ROUND_OFF),
+                        "asymmetry": significant(c.asymmetry, 4, ROUND_OFF),
                         "size": significant(0.5 * (np.linalg.norm(c.X) + np.linalg.norm(c.Y)), 4)} for c in points],
             "tries": search["starts"] + 1}
 
@@ -91,8 +94,8 @@ def run_seed(settings: dict, solver: dict, ratios: list[float], seed: int, searc
     Xs, values, times = method.sbmf_trace(problem, X0)
     sbmf_gap = (problem.value(Xs @ Xs.T) - f_ref) / scale
     hit = method.first_within(values, f_ref, objective_tol, scale)
-    sbmf = {"objective_gap": significant(sbmf_gap),
-            "distance_to_reference": significant(np.linalg.norm(Xs @ Xs.T - W_ref) / max(1e-12, np.linalg.norm(W_ref))),
+    sbmf = {"objective_gap": significant(sbmf_gap, 4, ROUND_OFF),
+            "distance_to_reference": significant(np.linalg.norm(Xs @ Xs.T - W_ref) / max(1e-12, np.linalg.norm(W_ref)), 4, ROUND_OFF),
             "iterations_to_tol": None if hit is None else hit + 1,
             "seconds_to_tol": None if hit is None else significant(times[hit], 3)}
 
@@ -111,12 +114,12 @@ def run_seed(settings: dict, solver: dict, ratios: list[float], seed: int, searc
         hit = None if res.diverged else method.first_within(res.objective_trace, f_ref, objective_tol, scale)
         runs.append({
             "ratio": ratio, "gamma": significant(gamma), "iterations": res.iterations, "diverged": res.diverged,
-            "asymmetry": significant(asym),
-            "critical_asymmetry": significant(method.critical_asymmetry(X, Y)),
-            "objective_gap": significant((problem.value(W) - f_ref) / scale),
-            "distance_to_reference": significant(np.linalg.norm(W - W_ref) / max(1e-12, np.linalg.norm(W_ref))),
-            "distance_to_sbmf": significant(np.linalg.norm(W - Xs @ Xs.T) / max(1e-12, np.linalg.norm(Xs @ Xs.T))),
-            "gradient_norm": significant(np.sqrt(np.sum(gx ** 2) + np.sum(gy ** 2))),
+            "asymmetry": significant(asym, 4, ROUND_OFF),
+            "critical_asymmetry": significant(method.critical_asymmetry(X, Y), 4, ROUND_OFF),
+            "objective_gap": significant((problem.value(W) - f_ref) / scale, 4, ROUND_OFF),
+            "distance_to_reference": significant(np.linalg.norm(W - W_ref) / max(1e-12, np.linalg.norm(W_ref)), 4, ROUND_OFF),
+            "distance_to_sbmf": significant(np.linalg.norm(W - Xs @ Xs.T) / max(1e-12, np.linalg.norm(Xs @ Xs.T)), 4, ROUND_OFF),
+            "gradient_norm": significant(np.sqrt(np.sum(gx ** 2) + np.sum(gy ** 2)), 4, ROUND_OFF),
             "iterations_to_tol": hit,
             "seconds_to_tol": None if hit is None else significant(seconds * hit / max(1, res.iterations), 3),
             "monotone": bool(np.all(np.diff(res.objective_trace) <= 1e-9 * (1 + np.abs(res.objective_trace[:-1])))),
