@@ -116,23 +116,33 @@ def zoo_rows(v: str, dom: dict, scale: str) -> list[dict]:
         paper_value="comparable accuracy",
         how=f"paired t interval over seeds; the better ZOO optimiser at the largest budget; comparable = at most "
             f"{COMPARABLE_MARGIN} below")]
-    # cost ratio at matched accuracy: the cheapest ZOO configuration whose mean accuracy reaches BETA's
-    target_acc = _mean(beta["accuracy"])
-    reaching = sorted((methods[m]["queries_per_sample"], m) for m in zoo if _mean(methods[m]["accuracy"]) >= target_acc)
-    how = "API queries per image of the cheapest ZOO run whose mean accuracy reaches BETA's, over BETA's"
+    # cost ratio at matched accuracy: the cheapest ZOO run that BETA does not beat significantly (the
+    # paired 95% t interval of BETA - ZOO over seeds reaches 0); a ZOO mean a hair below BETA's is
+    # a match, not a ZOO that "never reaches" BETA
+    def matched(m: str) -> bool:
+        d = [b - z for b, z in zip(beta["accuracy"], methods[m]["accuracy"])]
+        return claims.paired_t_interval(d)[1] <= 0.0
+
+    how = ("API queries per image of the cheapest ZOO run that BETA does not beat significantly (paired 95% t "
+           "interval of BETA - ZOO over seeds reaching 0), over BETA's")
     reason = ""
-    if reaching:
-        ratio = reaching[0][0] / beta["queries_per_sample"]
-        how += f" ({reaching[0][1]})"
+    if len(beta["accuracy"]) < claims.MIN_REPLICATES:
+        ratio, reason = float("nan"), f"fewer than {claims.MIN_REPLICATES} seeds"
     else:
-        ratio = top_q / beta["queries_per_sample"]
-        how += f"; no ZOO budget reached BETA's accuracy, so the ratio is at least {ratio:.0f}"
-        if ratio < PAPER_COST_RATIO:
-            reason = f"no ZOO budget reached BETA and the largest budget ({top_q:.0f}) is below {PAPER_COST_RATIO:.0f}"
+        reaching = sorted((methods[m]["queries_per_sample"], m) for m in zoo if matched(m))
+        if reaching:
+            ratio = reaching[0][0] / beta["queries_per_sample"]
+            how += f" ({reaching[0][1]})"
+        else:
+            ratio = top_q / beta["queries_per_sample"]
+            how += f"; BETA beats every ZOO budget significantly, so the ratio is at least {ratio:.0f}"
+            if ratio < PAPER_COST_RATIO:
+                reason = (f"BETA beats every ZOO budget and the largest budget ({top_q:.0f}) is below "
+                          f"{PAPER_COST_RATIO:.0f}")
     rows.append(claims.target(P, f"BETA costs 250x less than ZOO at matched accuracy ({v})",
                               f"{v}: cost ratio ZOO / BETA at matched accuracy (API queries), higher is better", "beta",
                               ratio, (PAPER_COST_RATIO, None), scale, "accuracy_vs_queries.png",
-                              paper_value="250x", how=how, untested_reason=reason))
+                              paper_value="250x", how=how, untested_reason=reason, n=len(beta["accuracy"])))
     expected = {m: _expected_queries(m, dom) for m in zoo}
     worst = max(abs(methods[m]["queries_per_sample"] - expected[m]) for m in zoo)
     rows.append(claims.check(P, f"ZOO's API queries per image equal its budget's evaluations ({v})",
