@@ -5,6 +5,11 @@ clean shapes (disjoint draws); `adapt` (variant x seed) corrupts a fresh test se
 corruption x severity of the config, streams it in batches (order from the seed) and runs every
 method from a fresh start per corruption x severity (the ImageNet-C protocol); `figures` writes
 the plots, tables and claims.
+
+Kinds imagenet_c and clip (config/paper.yaml) use the released checkpoints and image folders
+(loaders.py): `train` trains nothing and stores the wrapped released weights; `adapt` reads each
+ImageNet-C corruption x severity folder (or the one ImageNet-R / ImageNet-Sketch folder) instead
+of corrupting generated images.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from .api import BlackBoxAPI
 from .claims import claim_rows
 from .method import Beta
 
-CLASSES = 10
+CLASSES = 10  # the shapes set of the vision kind; the released kinds take theirs from the data
+RELEASED = ("imagenet_c", "clip")
 
 
 def _data(d: dict, n: int, seed: int):
@@ -40,6 +46,8 @@ def _seeds(seed: int) -> dict:
 def train(params, inputs, out: Path):
     """Source model (behind the API) and steering model (client side), each on its own clean draw."""
     v, seed = params["variant_settings"], params["seed"]
+    if v["kind"] in RELEASED:
+        return _train_released(params, out)
     d = v["data"]
     s = _seeds(seed)
     info = {"variant": params["variant"], "seed": seed}
@@ -62,6 +70,32 @@ def train(params, inputs, out: Path):
     import shutil
 
     shutil.rmtree(out / "runs", ignore_errors=True)
+    io.write_json(out / "train.json", info)
+    return [out / "train.json"]
+
+
+def _key(params: dict) -> str:
+    return f"beta_tta.variants.{params['variant']}"
+
+
+def _device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _train_released(params, out: Path):
+    """Nothing to train: the released models, wrapped, stored as the rule's outputs."""
+    from . import loaders
+
+    v, key = params["variant_settings"], _key(params)
+    source, steering = loaders.released_models(v, key, device=_device())
+    info = {"variant": params["variant"], "seed": params["seed"], "kind": v["kind"]}
+    for name, net in (("source", source), ("steering", steering)):
+        info[f"{name}_checkpoint"] = v[f"{name}_checkpoint"]
+        info[f"{name}_parameters"] = sum(p.numel() for p in net.parameters())
+        info[f"{name}_outputs"] = net.outputs
+        io.save_tensors(out / f"{name}.safetensors", {k: t.contiguous() for k, t in net.state_dict().items()})
+        print(f"{name}: {v[f'{name}_checkpoint']} ({info[f'{name}_parameters']} parameters, "
+              f"{net.outputs} outputs)", flush=True)
     io.write_json(out / "train.json", info)
     return [out / "train.json"]
 
@@ -93,7 +127,7 @@ def _api(source, a: dict) -> BlackBoxAPI:
     return BlackBoxAPI(source, a["latency_per_call_s"], a["latency_per_image_s"], a["price_per_1k_queries"])
 
 
-def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed: int) -> dict:
+def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed: int, classes: int = CLASSES) -> dict:
     """One method over the stream x (already in stream order), from a fresh start."""
     bs, a = params["shift"]["batch_size"], params["api"]
     api = _api(source, a)
@@ -121,7 +155,7 @@ def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed:
         m = baselines.Zoo(api, params["zoo"], opt, int(budget), x.shape[-1], seed)
         preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
     elif name == "beta" or name.startswith("beta_"):
-        m = Beta(api, steering, beta_settings(params, name), CLASSES, seed)
+        m = Beta(api, steering, beta_settings(params, name), classes, seed)
         preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
         evaluations = m.evaluations
     else:
@@ -133,10 +167,43 @@ def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed:
             "whitebox_evaluations": evaluations, "client_seconds": elapsed, "n": n}
 
 
+def _cell(params: dict, names: list[str], source, steering, xc, yc, seed: int, classes: int, timing: dict) -> dict:
+    """Every method on one stream (xc, yc already in stream order): the cell of metrics.json."""
+    cell = {}
+    for name in names:
+        r = run_method(name, params, source, steering, xc, seed, classes)
+        correct = (r["pred"] == yc).int().tolist()
+        cell[name] = {"accuracy": io.significant(sum(correct) / len(correct), 6),
+                      "correct": "".join(map(str, correct)),
+                      "api_queries_per_sample": io.significant(r["api_queries"] / r["n"], 6),
+                      "api_calls": r["api_calls"],
+                      "simulated_api_latency_per_sample_s": io.significant(r["simulated_latency_s"] / r["n"], 6),
+                      "cost_per_sample": io.significant(r["cost"] / r["n"], 6),
+                      "whitebox_evaluations_per_sample": io.significant(r["whitebox_evaluations"] / r["n"], 6)}
+        timing.setdefault(name, []).append(r["client_seconds"] / r["n"])
+    return cell
+
+
+def _progress(done: int, total: int, key: str, cell: dict, names: list[str]) -> None:
+    summary = " ".join(f"{m}={cell[m]['accuracy']:.3f}" for m in names)
+    print(f"[{done}/{total}] {key}: {summary}", flush=True)
+    tracking.active().log_metrics({f"{m}/accuracy": cell[m]["accuracy"] for m in names}, step=done)
+
+
+def _write(out: Path, params: dict, names: list[str], src: Path, cells: dict, timing: dict) -> list[Path]:
+    info = io.read_json(src / "train.json")
+    io.write_json(out / "metrics.json", {"variant": params["variant"], "seed": params["seed"], "methods": names,
+                                         "train": info, "cells": cells})
+    io.write_json(out / "timing.json", {m: {"client_seconds_per_sample": float(np.mean(t))} for m, t in timing.items()})
+    return [out / "metrics.json", out / "timing.json"]
+
+
 def adapt(params, inputs, out: Path):
     v, seed = params["variant_settings"], params["seed"]
+    if v["kind"] in RELEASED:
+        return _adapt_released(params, inputs, out)
     if v["kind"] != "vision":
-        raise ValueError(f"beta_tta adapt: variant '{params['variant']}' has kind '{v['kind']}'; only 'vision' runs here")
+        raise ValueError(f"config key '{_key(params)}.kind': unknown kind '{v['kind']}'")
     src = inputs["train"]
     source, steering = _load(v, "source", src), _load(v, "steering", src)
     s = _seeds(seed)
@@ -153,28 +220,52 @@ def adapt(params, inputs, out: Path):
             xc = torch.as_tensor(corruptions.corrupt(x_clean.numpy(), corruption, severity,
                                                      s["test"] * 100 + ci * 10 + severity))[order]
             yc = y[order]
-            cell = {}
-            for name in names:
-                r = run_method(name, params, source, steering, xc, seed)
-                correct = (r["pred"] == yc).int().tolist()
-                cell[name] = {"accuracy": io.significant(sum(correct) / len(correct), 6),
-                              "correct": "".join(map(str, correct)),
-                              "api_queries_per_sample": io.significant(r["api_queries"] / r["n"], 6),
-                              "api_calls": r["api_calls"],
-                              "simulated_api_latency_per_sample_s": io.significant(r["simulated_latency_s"] / r["n"], 6),
-                              "cost_per_sample": io.significant(r["cost"] / r["n"], 6),
-                              "whitebox_evaluations_per_sample": io.significant(r["whitebox_evaluations"] / r["n"], 6)}
-                timing.setdefault(name, []).append(r["client_seconds"] / r["n"])
-            cells[key] = cell
+            cells[key] = _cell(params, names, source, steering, xc, yc, seed, CLASSES, timing)
             done += 1
-            summary = " ".join(f"{m}={cell[m]['accuracy']:.3f}" for m in names)
-            print(f"[{done}/{total}] {key}: {summary}", flush=True)
-            tracking.active().log_metrics({f"{m}/accuracy": cell[m]["accuracy"] for m in names}, step=done)
-    info = io.read_json(src / "train.json")
-    io.write_json(out / "metrics.json", {"variant": params["variant"], "seed": seed, "methods": names,
-                                         "train": info, "cells": cells})
-    io.write_json(out / "timing.json", {m: {"client_seconds_per_sample": float(np.mean(t))} for m, t in timing.items()})
-    return [out / "metrics.json", out / "timing.json"]
+            _progress(done, total, key, cells[key], names)
+    return _write(out, params, names, src, cells, timing)
+
+
+def released_cells(params: dict) -> list[tuple[str, Path]]:
+    """(cell name, image folder) of a released-kind variant: every corruption x severity folder
+    of ImageNet-C, or the one folder of ImageNet-R / ImageNet-Sketch (named after it)."""
+    v, key = params["variant_settings"], _key(params)
+    root = v["data"].get("data_dir", "")
+    if not root:
+        raise ValueError(f"config key '{key}.data.data_dir': empty (the image folders of kind {v['kind']})")
+    root = Path(root)
+    if v["kind"] == "imagenet_c":
+        return [(f"{c}/{sev}", root / c / str(sev)) for c in params["shift"]["corruptions"]
+                for sev in params["shift"]["severities"]]
+    return [(root.name, root)]
+
+
+def _adapt_released(params, inputs, out: Path):
+    """The adapt step on the released models and image folders (no corruption applied here)."""
+    from . import loaders
+
+    v, seed, key = params["variant_settings"], params["seed"], _key(params)
+    src = inputs["train"]
+    cells_at = released_cells(params)
+    wnids = loaders.class_wnids(cells_at[0][1])
+    states = {name: io.load_tensors(src / f"{name}.safetensors") for name in ("source", "steering")}
+    source, steering = loaders.released_models(v, key, wnids=wnids, states=states, device=_device())
+    del states
+    s, d = _seeds(seed), v["data"]
+    shuffled = params["shift"]["order"] == "shuffled"
+    names = method_names(params)
+    cells, timing = {}, {}
+    for done, (cell_key, folder) in enumerate(cells_at, start=1):
+        if loaders.class_wnids(folder) != wnids:
+            raise ValueError(f"config key '{key}.data.data_dir': {folder} has other class folders than {cells_at[0][1]}")
+        try:
+            xc, yc = loaders.read_folder(folder, d["test_size"], s["test"], d["image_size"], shuffled)
+        except ValueError as exc:
+            raise ValueError(f"config key '{key}.data.test_size': {exc}") from exc
+        cells[cell_key] = _cell(params, names, source, steering, xc, yc, seed, len(wnids), timing)
+        del xc
+        _progress(done, len(cells_at), cell_key, cells[cell_key], names)
+    return _write(out, params, names, src, cells, timing)
 
 
 # ---------------------------------------------------------------- figures
@@ -201,8 +292,9 @@ def summarise(runs: dict, timings: dict, params: dict) -> dict:
                 "whitebox_evaluations_per_sample": float(np.mean([r["cells"][c][m]["whitebox_evaluations_per_sample"]
                                                                   for r in seeds for c in cells])),
             }
-        dom["source_clean_accuracy"] = [r["train"]["source_clean_accuracy"] for r in seeds]
-        dom["steering_clean_accuracy"] = [r["train"]["steering_clean_accuracy"] for r in seeds]
+        # the released kinds train nothing here: no clean accuracy of their own
+        dom["source_clean_accuracy"] = [r["train"].get("source_clean_accuracy") for r in seeds]
+        dom["steering_clean_accuracy"] = [r["train"].get("steering_clean_accuracy") for r in seeds]
         out[v] = dom
     return out
 
