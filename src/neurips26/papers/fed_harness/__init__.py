@@ -13,6 +13,8 @@ Modules (import them directly; this file imports nothing heavy):
 - `subspace`: principal angles and projection distances between column / row spaces.
 - `simulation`: the in-process, deterministic federation (local training of every client
   through `neurips26.core.trainer`, server rounds in between).
+- `flower`: the same aggregators and local rounds as a Flower `ServerApp` / `ClientApp`, for
+  federations across machines (imports flwr).
 
 The harness takes its settings as arguments from the papers' config blocks.
 """

@@ -14,6 +14,10 @@ state); the server round runs in `on_train_batch_end` after every `local_steps` 
 draw is seeded (minibatch s of client i from Generator([seed, s, i])), so a rerun reproduces
 the run bit for bit. The frozen weights are shared by the clients (a `base_delta` is applied once).
 
+One client's round outside Lightning is `local_round` (the Flower engine, `flower`): the same
+`minibatch`, `client_loss` and `drift_penalty` as the training step here, so both engines give
+the same factors (bit for bit on CPU, tested).
+
 Per round and module the engine records the conflict between the clients' round updates
 dW_i = B_i A_i - B_i^0 A_i^0 (`subspace.pairwise_conflict`, column and row spaces).
 """
@@ -86,6 +90,67 @@ def build_clients(base: nn.Module, ranks: list[int], targets, seed: int) -> list
     return nets
 
 
+def minibatch(n: int, batch: int, seed: int, step: int, client: int) -> np.ndarray:
+    """Positions (sorted) in client `client`'s n examples of its minibatch at global step
+    `step`, drawn from Generator([seed, step, client]) (both engines)."""
+    rng = np.random.default_rng([seed, step, client])
+    return np.sort(rng.choice(n, size=min(batch, n), replace=False))
+
+
+def client_loss(net: nn.Module, data: Encoded, idx, device=None) -> torch.Tensor:
+    """Cross-entropy of `net` on the rows `idx` of `data` (both engines)."""
+    idx = torch.as_tensor(idx).cpu()
+    out = net(data.hidden[idx].to(device), data.mask[idx].to(device))
+    return F.cross_entropy(out, data.labels[idx].to(device))
+
+
+def drift_penalty(net: nn.Module, layers, states: dict, mu: float):
+    """(mu/2) sum_layers ||(I - U U^T) B||_F^2 with U = states[layer]["reference_basis"] (0.0
+    without mu or without a basis yet); the `drift_mu` client option (both engines)."""
+    if not mu:
+        return 0.0
+    total = 0.0
+    for t in layers:
+        U = states[t].get("reference_basis")
+        if U is None:
+            continue
+        B = _lora(getattr(net, t))[0]
+        U = U.to(B.device, B.dtype)
+        total = total + 0.5 * mu * (B - U @ (U.T @ B)).pow(2).sum()
+    return total
+
+
+def trainable(net: nn.Module, layers, opts: dict) -> list:
+    """The parameters a client trains: its head and LoRA factors (A frozen under `freeze_A`)."""
+    if opts.get("freeze_A"):
+        for t in layers:
+            _lora(getattr(net, t))[1].requires_grad_(False)
+    return [p for p in net.parameters() if p.requires_grad]
+
+
+def local_round(net: nn.Module, data: Encoded, client: int, rnd: int, settings: FedSettings, opts: dict,
+                states: dict, device=None) -> tuple[float, int]:
+    """One round of local training of one client outside Lightning (the Flower engine):
+    `local_steps` AdamW steps (a fresh optimizer) on the minibatches of global steps
+    rnd * local_steps ... of `data` (this client's own examples, in its split's order), the
+    loss `client_loss` + `drift_penalty` as in the in-process engine's training step. Returns
+    (the sum of the cross-entropy losses, the number of steps). `net` lives on `device`."""
+    s = settings  # module modes stay as built (the Lightning fit leaves them too)
+    opt = torch.optim.AdamW(trainable(net, s.targets, opts), lr=s.lr, weight_decay=s.weight_decay)
+    loss_sum = 0.0
+    mu = float(opts.get("drift_mu", 0.0))
+    with torch.enable_grad():
+        for step in range(rnd * s.local_steps, (rnd + 1) * s.local_steps):
+            idx = minibatch(len(data.labels), s.batch_size, s.seed, step, client)
+            loss = client_loss(net, data, idx, device)
+            loss_sum += float(loss.detach())
+            total = 0.0 + loss + drift_penalty(net, s.targets, states, mu)
+            opt.zero_grad(set_to_none=True)
+            total.backward()
+            opt.step()
+    return loss_sum, s.local_steps
+
+
 class _Steps(torch.utils.data.Dataset):
     """Step s -> one minibatch of indices per client, drawn from Generator([seed, s, i])."""
 
@@ -96,12 +161,7 @@ class _Steps(torch.utils.data.Dataset):
         return self.steps
 
     def __getitem__(self, s):
-        out = []
-        for i, p in enumerate(self.parts):
-            rng = np.random.default_rng([self.seed, s, i])
-            take = rng.choice(len(p), size=min(self.batch, len(p)), replace=False)
-            out.append(torch.as_tensor(p[np.sort(take)]))
-        return out
+        return [torch.as_tensor(p[minibatch(len(p), self.batch, self.seed, s, i)]) for i, p in enumerate(self.parts)]
 
 
 class Engine:
@@ -120,10 +180,8 @@ class Engine:
         self.base_delta = {t: None for t in self.layers}
         self.records: list[dict] = []
         self.loss_sum, self.loss_n = 0.0, 0
-        if self.opts.get("freeze_A"):
-            for net in nets:
-                for t in self.layers:
-                    _lora(getattr(net, t))[1].requires_grad_(False)
+        for net in nets:
+            trainable(net, self.layers, self.opts)  # freeze_A: A stops requiring grad
 
     def _factors(self, i, t):
         B, A = _lora(getattr(self.nets[i], t))
@@ -131,18 +189,7 @@ class Engine:
 
     # ---- client side
     def penalty(self, i):
-        mu = float(self.opts.get("drift_mu", 0.0))
-        if not mu:
-            return 0.0
-        total = 0.0
-        for t in self.layers:
-            U = self.states[t].get("reference_basis")
-            if U is None:
-                continue
-            B = _lora(getattr(self.nets[i], t))[0]
-            U = U.to(B.device, B.dtype)
-            total = total + 0.5 * mu * (B - U @ (U.T @ B)).pow(2).sum()
-        return total
+        return drift_penalty(self.nets[i], self.layers, self.states, float(self.opts.get("drift_mu", 0.0)))
 
     # ---- server side
     @torch.no_grad()
@@ -212,9 +259,7 @@ def _module_class():
             total = 0.0
             dev = self.device
             for i, idx in enumerate(batch):
-                idx = idx.cpu()
-                out = self.clients[i](data.hidden[idx].to(dev), data.mask[idx].to(dev))
-                loss = F.cross_entropy(out, data.labels[idx].to(dev))
+                loss = client_loss(self.clients[i], data, idx, dev)
                 e.loss_sum += float(loss.detach()) * e.p[i]
                 total = total + loss + e.penalty(i)
             e.loss_n += 1
