@@ -35,6 +35,7 @@ include: "workflow/rules/fedlora_align.smk"
 include: "workflow/rules/fedaba.smk"
 include: "workflow/rules/beta_tta.smk"
 include: "workflow/rules/ar1_zo.smk"
+include: "workflow/rules/es_dynamics.smk"
 include: "workflow/rules/report.smk"
 
 

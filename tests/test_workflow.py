@@ -169,7 +169,8 @@ def test_smoke_dag_twice_gives_identical_metrics(smoke, smoke_again):
 PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_size": 8, "nar_dit_evaluate": 1, "crl_spectral_train": 1, "angular_nets_train": 1,
                    "angular_nets_tune": 1, "apexphys_train": 1, "apexphys_tune": 1, "embed_merge_train": 1,
                    "embed_merge_merge": 1, "bdc_merge_run": 1, "fedlora_align_train": 1, "fedaba_train": 1,
-                   "beta_tta_train": 1, "beta_tta_adapt": 1, "ar1_zo_mechanism": 1, "ar1_zo_tune": 1, "ar1_zo_train": 1}
+                   "beta_tta_train": 1, "beta_tta_adapt": 1, "ar1_zo_mechanism": 1, "ar1_zo_tune": 1, "ar1_zo_train": 1,
+                   "es_dynamics_lm": 1}
 
 
 # training rules whose loop is not Lightning's (zeroth-order: forward passes only), so no trainer

@@ -1,0 +1,337 @@
+"""The steps the CLI calls for es_dynamics: synthetic, lm (one job per seed) -> figures.
+
+`synthetic` (one job, every seed) runs Z-score ES on the planted quadratic and integrates the SDE
+from the same start (method.py), records drift, reward and the terms of the population reward
+variance, runs the full-rank control at the same N and the fitness-shaping baselines (plain,
+centred ranks) with step sizes tuned on a seed that is not reported. `lm` fine-tunes the tiny
+causal LM of lm_assets with Z-score ES on the generated addition task and records the training
+reward, held-out verifiable rewards, the general-corpus perplexity and the drift against the
+SDE's random-walk prediction. `figures` writes the plots, tables and claims.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from neurips26.core import claims, io, plotting, tracking
+
+from . import method
+from .claims import claim_rows
+
+P = "es_dynamics"
+DIGITS = 6
+
+
+def _sig(x):
+    if isinstance(x, float):
+        return io.significant(x, DIGITS) if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _sig(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_sig(v) for v in x]
+    return x
+
+
+def _landscape(s: dict, seed: int, full_rank: bool = False) -> method.Quadratic:
+    return method.Quadratic(s["dim"], s["rank"], s["off_dim"], s["lam_max"], s["lam_min"], s["lam_off"], s["dist0"], seed,
+                            full_rank=s["lam_full"] if full_rank else None, noise=s["noise"])
+
+
+def _last_window(values, window):
+    v = np.asarray(values, dtype=float)
+    return float(v[-window:].mean())
+
+
+def _windows(values, window):
+    v = np.asarray(values, dtype=float)
+    return [float(v[i:i + window].mean()) for i in range(0, len(v) - 1, window)]
+
+
+def _es(land, s, alpha, seed, shaping="zscore"):
+    with np.errstate(all="ignore"):
+        return method.run_es(land, s["population"], s["sigma"], alpha, s["generations"], seed, shaping)
+
+
+# ---------------------------------------------------------------- synthetic
+def synthetic(params, inputs, out: Path):
+    s, started = params["synthetic"], time.perf_counter()
+    every, window = s["record_every"], s["window"]
+    # tune each shaping's step size on the tuning seed: best final reward (last-window mean)
+    tune_land = _landscape(s, s["tune_seed"])
+    tuned, trials = {}, {}
+    for shaping, grid in s["alpha_grid"].items():
+        scores = []
+        for a in grid:
+            r = _es(tune_land, s, a, s["tune_seed"], shaping)
+            score = _last_window(r["reward"], window)
+            scores.append(score if math.isfinite(score) else -math.inf)
+        best = int(np.argmax(scores))
+        tuned[shaping], trials[shaping] = grid[best], [{"alpha": a, "final_reward": v} for a, v in zip(grid, scores)]
+        print(f"tune {shaping}: alpha {grid[best]:g} (final reward {scores[best]:.4f})", flush=True)
+    seeds = {}
+    for seed in s["seeds"]:
+        land, full = _landscape(s, seed), _landscape(s, seed, full_rank=True)
+        es_run = _es(land, s, s["alpha"], seed)
+        sde = method.run_sde(land, s["population"], s["sigma"], s["alpha"], s["generations"], 10_000 + seed, s["substeps"])
+        full_run = _es(full, s, s["alpha"], seed)
+        shapings = {}
+        for shaping, a in tuned.items():
+            r = _es(land, s, a, seed, shaping)
+            shapings[shaping] = {"alpha": a, "final_reward": _last_window(r["reward"], window),
+                                 "reward": r["reward"][::every], "task_progress": 1 - r["task_gap"][-1] / r["task_gap"][0]}
+        rw = _windows(es_run["reward"], window)
+        peak = int(np.argmax(rw))
+        seeds[str(seed)] = {
+            "es": {k: v[::every] for k, v in es_run.items()}, "sde": {k: v[::every] for k, v in sde.items()},
+            "full_rank": {k: full_run[k][::every] for k in ("reward", "task_gap", "drift")},
+            "regimes_es": method.regime_sequence(es_run, window), "regimes_sde": method.regime_sequence(sde, window),
+            "drift_final_es": es_run["drift"][-1], "drift_final_sde": sde["drift"][-1],
+            "reward_windows_es": rw, "reward_windows_sde": _windows(sde["reward"], window),
+            "peak_window": peak, "peak_reward": rw[peak], "final_reward": rw[-1],
+            "task_progress_low_rank": 1 - es_run["task_gap"][-1] / es_run["task_gap"][0],
+            "task_progress_full_rank": 1 - full_run["task_gap"][-1] / full_run["task_gap"][0],
+            "shapings": shapings,
+        }
+        print(f"seed {seed}: drift ES {es_run['drift'][-1]:.3f} SDE {sde['drift'][-1]:.3f}; regimes "
+              f"{' '.join(x[0] for x in seeds[str(seed)]['regimes_es'])}; progress low {seeds[str(seed)]['task_progress_low_rank']:.3f} "
+              f"full {seeds[str(seed)]['task_progress_full_rank']:.3f}", flush=True)
+        tracking.active().log_metrics({f"seed{seed}_drift_es": es_run["drift"][-1], f"seed{seed}_drift_sde": sde["drift"][-1]})
+    io.write_json(out / "metrics.json", _sig({"settings": s, "c_population": method.c_population(s["population"]),
+                                              "tuned_alpha": tuned, "tuning": trials, "seeds": seeds}))
+    io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started})
+
+
+# ---------------------------------------------------------------- lm
+def _lm_model(params, inputs):
+    from neurips26.core import lm
+
+    m = params["lm"]
+    where = m["model"] or inputs.get("model")
+    if not where:
+        raise ValueError(f"config key '{P}.lm.model': no model (neither an id/folder nor the lm_assets model input)")
+    model = lm.load_model(where, dtype=m["dtype"])
+    tok = lm.load_tokenizer(where)
+    import torch
+
+    if torch.cuda.is_available():
+        model = model.cuda()
+    return tok, model
+
+
+def perturbed_parameters(model, which: str):
+    """The tensors ES perturbs: 'blocks' = every 2-D weight of the decoder layers (attention and
+    MLP projections; not embeddings, head or norms), 'all' = every parameter."""
+    if which == "all":
+        return [p for _, p in model.named_parameters()]
+    out = [p for n, p in model.named_parameters() if ".layers." in n and p.dim() == 2]
+    if not out:
+        raise ValueError(f"config key '{P}.lm.perturb': the model has no decoder-layer matrices")
+    return out
+
+
+def lm(params, inputs, out: Path):
+    import torch
+
+    from neurips26.core import lm as core_lm
+    from neurips26.data import lm_corpora
+    from neurips26.papers.zo_harness import es, tasks
+
+    m, seed, started = params["lm"], params["seed"], time.perf_counter()
+    tok, model = _lm_model(params, inputs)
+    rng = np.random.default_rng(seed)
+    pool = tasks.make_addition(m["train_size"], m["digits"], seed)
+    evals = {"a": tasks.make_addition(m["eval_size"], m["digits"], 1_000_000 + seed),
+             "b": tasks.make_addition(m["eval_size"], m["digits"], 2_000_000 + seed)}
+    tasks.check_tokens(tok, [pool[0]["prompt"] + pool[0]["target"]])
+    if m["corpus_file"]:
+        general = [line for line in Path(m["corpus_file"]).read_text().splitlines() if line.strip()][: m["corpus_sentences"]]
+    else:
+        general = lm_corpora.read_lines(Path(inputs["corpora"]), m["corpus"], "valid")[: m["corpus_sentences"]]
+    thetas = perturbed_parameters(model, m["perturb"])
+    dim = sum(p.numel() for p in thetas)
+    theta0 = [p.detach().clone() for p in thetas]
+    n, sigma, alpha = m["population"], m["sigma"], m["alpha"]
+
+    def reward_of(items):
+        if m["reward"] == "logprob":
+            return float(np.mean(tasks.answer_logprob(model, tok, items)))
+        return float(np.mean(tasks.teacher_forced_reward(model, tok, items)))
+
+    def drift():
+        return math.sqrt(sum(float(((p.detach() - q) ** 2).sum()) for p, q in zip(thetas, theta0)))
+
+    def evaluate(gen):
+        row = {"generation": gen, "drift": drift(),
+               "drift_sde": math.sqrt(method.random_walk_drift2(dim, n, sigma, alpha, gen)),
+               "perplexity": core_lm.perplexity(model, tok, general)}
+        for k, items in evals.items():
+            row[f"logprob_{k}"] = float(np.mean(tasks.answer_logprob(model, tok, items)))
+            row[f"teacher_forced_{k}"] = float(np.mean(tasks.teacher_forced_reward(model, tok, items)))
+        return row
+
+    curve, train_reward, weight_std = [evaluate(0)], [], []
+    print(f"seed {seed}: {dim} perturbed parameters; start {curve[0]}", flush=True)
+    for gen in range(m["generations"]):
+        batch = [pool[int(i)] for i in rng.choice(len(pool), m["batch_size"], replace=False)]
+        res = es.generation_(lambda: reward_of(batch), thetas, seed, gen, n, sigma, alpha, m["shaping"])
+        train_reward.append(float(np.mean(res["rewards"])))
+        weight_std.append(float(np.std(res["rewards"])))
+        if (gen + 1) % m["eval_every"] == 0 or gen + 1 == m["generations"]:
+            row = evaluate(gen + 1)
+            curve.append(row)
+            tracking.active().log_metrics({k: v for k, v in row.items() if k != "generation"}, step=gen + 1)
+            print(f"seed {seed} gen {gen + 1}: train reward {train_reward[-1]:.4f} " +
+                  " ".join(f"{k} {v:.4g}" for k, v in row.items() if k != "generation"), flush=True)
+    io.write_json(out / "metrics.json", _sig({"seed": seed, "dim": dim, "population": n, "sigma": sigma, "alpha": alpha,
+                                              "reward": m["reward"], "perturb": m["perturb"], "curve": curve,
+                                              "train_reward": train_reward, "population_reward_std": weight_std,
+                                              "flat_populations": int(sum(1 for w in weight_std if w == 0.0))}))
+    io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started})
+
+
+# ---------------------------------------------------------------- figures
+COLOURS = {"zscore": "#d62728", "centered_ranks": "#1f77b4", "plain": "#7f7f7f", "sde": "#2ca02c", "full_rank": "#ff7f0e"}
+LABELS = {"zscore": "Z-score ES", "centered_ranks": "centred ranks (OpenAI-ES)", "plain": "plain ES (mean baseline)"}
+TERM_COLOURS = {"task_gradient": "#d62728", "curvature": "#2ca02c", "off_task_gradient": "#1f77b4", "noise": "#7f7f7f"}
+
+
+def claims_summary(syn: dict, runs: list[dict]) -> dict:
+    """Per-seed numbers the claims need (claims.claim_rows)."""
+    s, seeds = syn["settings"], [syn["seeds"][k] for k in sorted(syn["seeds"], key=int)]
+    w = s["window"]
+    es_r = np.mean([x["reward_windows_es"] for x in seeds], 0)
+    sde_r = np.mean([x["reward_windows_sde"] for x in seeds], 0)
+    rise = max(float(sde_r.max() - sde_r[0]), 1e-30)
+    synthetic = {
+        "dim": s["dim"], "population": s["population"], "generations": s["generations"], "seeds": len(seeds), "window": w,
+        "drift_es": [x["drift_final_es"] for x in seeds], "drift_sde": [x["drift_final_sde"] for x in seeds],
+        "reward_gap": float(np.mean(np.abs(es_r - sde_r)) / rise), "reward_rise": float(rise),
+        "regime_share": float(np.mean([method.shows_sequence(x["regimes_es"]) for x in seeds])),
+        "peak_reward": [x["peak_reward"] for x in seeds], "final_reward": [x["final_reward"] for x in seeds],
+        "progress_low_rank": [x["task_progress_low_rank"] for x in seeds], "progress_full_rank": [x["task_progress_full_rank"] for x in seeds],
+        "final": {k: [x["shapings"][k]["final_reward"] for x in seeds] for k in seeds[0]["shapings"]},
+    }
+    start = [r["curve"][0] for r in runs]
+    last = [r["curve"][-1] for r in runs]
+    peak_idx = [int(np.argmax([c["teacher_forced_a"] for c in r["curve"]])) for r in runs]
+    lm = {"seeds": len(runs), "generations": last[0]["generation"], "dim": runs[0]["dim"], "population": runs[0]["population"],
+          "drift": [c["drift"] for c in last], "drift_sde": [c["drift_sde"] for c in last],
+          "ppl_start": [c["perplexity"] for c in start], "ppl_final": [c["perplexity"] for c in last],
+          "task_start": [c["teacher_forced_b"] for c in start], "task_final": [c["teacher_forced_b"] for c in last],
+          "task_peak": [r["curve"][i]["teacher_forced_b"] for r, i in zip(runs, peak_idx)],
+          "peak_generation": [r["curve"][i]["generation"] for r, i in zip(runs, peak_idx)]}
+    return {"synthetic": synthetic, "lm": lm}
+
+
+def figures(params, inputs, out: Path):
+    scale = params["scale"]
+    syn = io.read_json(Path(inputs["synthetic"]) / "metrics.json")
+    runs = [io.read_json(Path(inputs["runs"]) / f"seed{s}" / "metrics.json") for s in params["seeds"]]
+    s = syn["settings"]
+    seeds = [syn["seeds"][k] for k in sorted(syn["seeds"], key=int)]
+    figdir = out / "figures"
+    gens = list(range(0, s["generations"] + 1, s["record_every"]))
+    n = len(seeds)
+
+    def band(ax, key, part, label, colour, field=None):
+        ys = [x[part][key] for x in seeds] if field is None else [x[part][field][key] for x in seeds]
+        plotting.mean_band(ax, gens[:len(ys[0])], ys, label, colour)
+
+    fig, axes = plotting.figure(ncols=2, width=4.8, height=3.8)
+    for col, (key, ylabel) in enumerate((("drift", "drift ||theta_t - theta_0||"), ("reward", "reward R(theta_t) (noise-free)"))):
+        ax = axes[0, col]
+        band(ax, key, "es", "Z-score ES", COLOURS["zscore"])
+        band(ax, key, "sde", "SDE (Euler-Maruyama)", COLOURS["sde"])
+        ax.set_xlabel("generation")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"ES vs its SDE, d = {s['dim']}, N = {s['population']} ({n} seeds)", fontsize=8)
+        ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "synthetic_sde.png")
+
+    fig, axes = plotting.figure(width=6.0, height=3.8)
+    ax = axes[0, 0]
+    for term, colour in TERM_COLOURS.items():
+        if max(max(x["es"][term]) for x in seeds) > 0:
+            plotting.mean_band(ax, gens, [x["es"][term] for x in seeds], term.replace("_", " "), colour)
+    ax.set_yscale("log")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("term of the population reward variance")
+    seq = method.regime_sequence({t: np.mean([x["es"][t] for x in seeds], 0) for t in method.TERMS}, max(1, s["window"] // s["record_every"]))
+    collapsed = [seq[0]] + [b for a, b in zip(seq, seq[1:]) if b != a]
+    ax.set_title("regimes (seed mean): " + " -> ".join(c.replace("_", " ") for c in collapsed), fontsize=7)
+    ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "regimes.png")
+
+    fig, axes = plotting.figure()
+    ax = axes[0, 0]
+    plotting.mean_band(ax, gens, [np.asarray(x["es"]["task_gap"]) / x["es"]["task_gap"][0] for x in seeds],
+                       f"low-rank Hessian (rank {s['rank']})", COLOURS["zscore"])
+    plotting.mean_band(ax, gens, [np.asarray(x["full_rank"]["task_gap"]) / x["full_rank"]["task_gap"][0] for x in seeds],
+                       "full-rank control", COLOURS["full_rank"])
+    ax.set_yscale("log")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("task gap / initial task gap")
+    ax.set_title(f"dimensionality paradox: N = {s['population']}, d = {s['dim']} ({n} seeds)", fontsize=8)
+    ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "dimensionality.png")
+
+    fig, axes = plotting.figure()
+    ax = axes[0, 0]
+    for name in seeds[0]["shapings"]:
+        plotting.mean_band(ax, gens, [x["shapings"][name]["reward"] for x in seeds],
+                           f"{LABELS[name]} (alpha {syn['tuned_alpha'][name]:g})", COLOURS[name])
+    ax.set_xlabel("generation")
+    ax.set_ylabel("reward R(theta_t)")
+    ax.set_title(f"fitness shapings, tuned step sizes, same budget ({n} seeds)", fontsize=8)
+    ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "shapings.png")
+
+    fig, axes = plotting.figure(ncols=3, width=4.4, height=3.8)
+    lgens = [c["generation"] for c in runs[0]["curve"]]
+    ax = axes[0, 0]
+    plotting.mean_band(ax, lgens, [[c["teacher_forced_b"] for c in r["curve"]] for r in runs], "held-out accuracy (set b)", COLOURS["zscore"])
+    plotting.mean_band(ax, lgens, [[c["teacher_forced_a"] for c in r["curve"]] for r in runs], "held-out accuracy (set a)", COLOURS["centered_ranks"])
+    ax.set_xlabel("generation")
+    ax.set_ylabel("teacher-forced answer-token accuracy")
+    ax.set_title(f"task reward ({len(runs)} seeds)", fontsize=8)
+    ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    plotting.mean_band(ax, lgens, [[c["perplexity"] for c in r["curve"]] for r in runs], "general corpus", COLOURS["full_rank"])
+    ax.set_yscale("log")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("perplexity")
+    ax.set_title("forgetting", fontsize=8)
+    ax.legend(fontsize=7)
+    ax = axes[0, 2]
+    plotting.mean_band(ax, lgens, [[c["drift"] for c in r["curve"]] for r in runs], "measured", COLOURS["zscore"])
+    ax.plot(lgens, [c["drift_sde"] for c in runs[0]["curve"]], ls="--", color=COLOURS["sde"], label="SDE: alpha sqrt(t d / N) / sigma")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("drift ||theta_t - theta_0||")
+    ax.set_title(f"drift, {runs[0]['dim']} perturbed parameters", fontsize=8)
+    ax.legend(fontsize=7)
+    plotting.save(fig, figdir / "lm.png")
+
+    summary = claims_summary(syn, runs)
+    sy, lm = summary["synthetic"], summary["lm"]
+    rows = []
+    for k, label in (("drift_es", "synthetic final drift, ES"), ("drift_sde", "synthetic final drift, SDE"),
+                     ("peak_reward", "synthetic peak-window reward"), ("final_reward", "synthetic last-window reward"),
+                     ("progress_low_rank", "task gap closed, low-rank Hessian"), ("progress_full_rank", "task gap closed, full-rank control")):
+        m_, sd = claims.mean_std(sy[k])
+        rows.append({"quantity": label, "mean": _sig(m_), "std": _sig(sd), "replicates": len(sy[k])})
+    for name, vals in sy["final"].items():
+        m_, sd = claims.mean_std(vals)
+        rows.append({"quantity": f"synthetic final reward, {name} (alpha {syn['tuned_alpha'][name]:g})", "mean": _sig(m_), "std": _sig(sd),
+                     "replicates": len(vals)})
+    rows.append({"quantity": "synthetic regime share (task -> curvature -> off-task)", "mean": _sig(sy["regime_share"]), "std": "",
+                 "replicates": sy["seeds"]})
+    for k, label in (("drift", "LM final drift, measured"), ("drift_sde", "LM final drift, SDE"), ("ppl_start", "LM perplexity, pretrained"),
+                     ("ppl_final", "LM perplexity, after ES"), ("task_start", "LM held-out accuracy, pretrained"),
+                     ("task_peak", "LM held-out accuracy at the peak"), ("task_final", "LM held-out accuracy, after ES")):
+        m_, sd = claims.mean_std(lm[k])
+        rows.append({"quantity": label, "mean": _sig(m_), "std": _sig(sd), "replicates": len(lm[k])})
+    return claims.write_tables(out, rows, claim_rows(summary, scale))
