@@ -42,8 +42,9 @@ SHARED = "all"   # key prefix of what every client receives (head, changed froze
 
 # ---------------------------------------------------------------- run config
 def run_config(ranks, aggregator: str, settings, classes: int, *, data_dir, out, aggregator_settings=None,
-               aggregator_modules=(), encoder=None, timeout: float = 600.0) -> dict:
-    """The app's `[tool.flwr.app.config]` (Flower config values: str, int, float, bool)."""
+               aggregator_modules=(), encoder=None, timeout: float = 600.0, threads: int = 1) -> dict:
+    """The app's `[tool.flwr.app.config]` (Flower config values: str, int, float, bool). `threads`:
+    torch's thread count on the server and every client (float reductions change with it)."""
     return {
         "num-server-rounds": int(settings.rounds), "local-steps": int(settings.local_steps),
         "batch-size": int(settings.batch_size), "lr": float(settings.lr), "weight-decay": float(settings.weight_decay),
@@ -53,6 +54,7 @@ def run_config(ranks, aggregator: str, settings, classes: int, *, data_dir, out,
         "aggregator-settings": json.dumps(aggregator_settings or {}, sort_keys=True),
         "aggregator-modules": ",".join(aggregator_modules), "encoder": str(encoder or ""), "classes": int(classes),
         "data-dir": str(Path(data_dir).resolve()), "out-path": str(Path(out).resolve()), "round-timeout": float(timeout),
+        "threads": int(threads),
     }
 
 
@@ -121,7 +123,8 @@ def _toml_value(v) -> str:
 
 
 def write_app(app_dir, train, parts, ranks, aggregator: str, settings, classes: int, *, aggregator_settings=None,
-              aggregator_modules=(), encoder=None, out=None, timeout: float = 600.0, data=True) -> Path:
+              aggregator_modules=(), encoder=None, out=None, timeout: float = 600.0, data=True,
+              threads: int = 1) -> Path:
     """A runnable Flower app in `app_dir`: `pyproject.toml` (the components of this module and
     the run config) and `data/client-<i>.safetensors`, client i's share of `train` (`data=False`:
     the clients bring their own files, see `data-path` in the node config). The result goes to
@@ -137,7 +140,7 @@ def write_app(app_dir, train, parts, ranks, aggregator: str, settings, classes: 
             write_client_data(client_data_path(data_dir, i), train, part)
     cfg = run_config(ranks, aggregator, settings, classes, data_dir=data_dir, out=out or app_dir / "result.safetensors",
                      aggregator_settings=aggregator_settings, aggregator_modules=aggregator_modules, encoder=encoder,
-                     timeout=timeout)
+                     timeout=timeout, threads=threads)
     lines = ["[project]", 'name = "fed-harness"', 'version = "1.0.0"',
              'description = "neurips26 fed_harness: a federated LoRA run (the harness aggregators, its local training)"',
              "dependencies = []  # the apps run in the environment that has neurips26 installed", "",
@@ -360,6 +363,7 @@ def _server_main(grid: Grid, context: Context) -> None:
 
     cfg = context.run_config
     torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(int(cfg.get("threads", 1)))
     settings = _settings(cfg)
     strategy = HarnessStrategy(_base(cfg), _ranks(cfg), _aggregator(cfg), settings)
     strategy.timeout = float(cfg.get("round-timeout", 600.0))
@@ -392,6 +396,7 @@ def _client_train(msg: Message, context: Context) -> Message:
 
     torch.use_deterministic_algorithms(True)
     cfg, pid = context.run_config, _partition(context)
+    torch.set_num_threads(int(cfg.get("threads", 1)))
     config = msg.content["config"]
     if int(config["partition-id"]) != pid:
         raise RuntimeError(f"got partition {config['partition-id']}'s dispatch, hold partition {pid}")
