@@ -39,3 +39,18 @@ def test_tensors_round_trip_with_metadata(tmp_path):
 def test_missing_input_names_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.json"):
         io.read_json(tmp_path / "nope.json")
+
+
+def test_rounded_walks_containers_and_maps_non_finite_to_none():
+    import math
+
+    import numpy as np
+
+    from neurips26.core import io as core_io
+
+    obj = {"a": 1.23456789, "b": [np.float32(2.5), (3, float("nan"))], "c": np.array([1 / 3, 2 / 3]), "d": "x",
+           "e": None, "f": True, "g": 1e-15}
+    got = core_io.rounded(obj, 3, floor=1e-12)
+    assert got == {"a": 1.23, "b": [2.5, [3, None]], "c": [0.333, 0.667], "d": "x", "e": None, "f": True, "g": 0.0}
+    kept = core_io.rounded([float("inf"), float("nan")], 3, keep_nonfinite=True)
+    assert kept[0] == math.inf and math.isnan(kept[1])

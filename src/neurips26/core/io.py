@@ -104,6 +104,28 @@ def significant(x, digits: int = 10, floor: float = 0.0) -> float:
     return x if not math.isfinite(x) or x == 0.0 else float(f"{x:.{digits}g}")
 
 
+def rounded(obj, digits: int = 10, floor: float = 0.0, keep_nonfinite: bool = False):
+    """`obj` (a number, or dicts, lists, tuples and arrays of them) with every float at `digits`
+    significant digits (`significant`); non-finite floats become None (JSON has no NaN) unless
+    `keep_nonfinite`. Ints, strings, bools and None stay as they are; tuples and arrays become lists."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if not math.isfinite(x) and not keep_nonfinite:
+            return None
+        return significant(x, digits, floor)
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits, floor, keep_nonfinite) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        return [rounded(v, digits, floor, keep_nonfinite) for v in obj]
+    return obj
+
+
 def read_csv(path) -> list[dict[str, str]]:
     path = Path(path)
     if not path.exists():

@@ -68,13 +68,7 @@ def _sig(x: float) -> float:
 
 
 def _round(obj):
-    if isinstance(obj, float):
-        return _sig(obj)
-    if isinstance(obj, dict):
-        return {k: _round(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_round(v) for v in obj]
-    return obj
+    return io.rounded(obj, DIGITS, keep_nonfinite=True)
 
 
 def _run(setup, params, method: str, rank: int, lr: float, eps: float, seed: int, label: str) -> dict:

@@ -27,13 +27,7 @@ DIGITS = 6
 
 
 def _sig(x):
-    if isinstance(x, float):
-        return io.significant(x, DIGITS) if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _sig(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_sig(v) for v in x]
-    return x
+    return io.rounded(x, DIGITS)
 
 
 def _landscape(s: dict, seed: int, full_rank: bool = False) -> method.Quadratic:
