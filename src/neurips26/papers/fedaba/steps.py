@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
-from neurips26.core.io import significant
 
 from . import claims as paper_claims
 from .claims import NAMES
@@ -41,7 +40,7 @@ def heterogeneity(ranks: list[int]) -> float:
 
 
 def _sig(x):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else significant(float(x), DIGITS)
+    return io.rounded(None if x is None else float(x), DIGITS)
 
 
 def train(params: dict, inputs: dict, out: Path) -> list[Path]:
@@ -54,24 +53,24 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
     from .method import FedAbA
 
     fed, data, seed = params["fed"], params["data"], int(params["seed"])
-    if data.get("dataset"):
-        raise NotImplementedError(
-            f"config key 'fedaba.data.dataset' ({data['dataset']}): the federated-LoRA harness reads its generated "
-            "tasks only; a loader for the paper's data is not part of it yet")
     if data.get("model"):
         from transformers import AutoConfig
 
         kind = AutoConfig.from_pretrained(data["model"]).model_type
-        if kind != "bert":
-            raise NotImplementedError(
-                f"config key 'fedaba.data.model' ({data['model']}, a {kind} model): the harness's clients are the top "
-                "layer of a BERT-type encoder; a causal-LM client is not part of it yet")
+        if kind not in ("bert", "roberta", "xlm-roberta"):
+            raise ValueError(
+                f"config key 'fedaba.data.model' ({data['model']}, a {kind} model): the harness's clients train the top "
+                "layer of a BERT-style encoder (bert, roberta); name such an encoder (README: the causal-LM track)")
     ranks = _client_ranks(params["variant_settings"]["ranks"], fed["clients"])
-    classes = tasks.TASKS[data["task"]]
-    texts, labels = tasks.generate(data["task"], data["train"] + data["test"], seed=1000 + seed)
-    tok, enc = load_minilm(data.get("model") or None)
+    tok, enc = load_minilm(data.get("model") or None, key="fedaba.data.model")
     torch.manual_seed(seed)
-    n_tr = data["train"]
+    if data.get("dataset"):  # a real dataset: <dataset>/train.csv and test.csv (sentence, label)
+        texts, labels, classes, n_tr = tasks.read_csv_task(data["dataset"], data["train"], data["test"], seed=1000 + seed,
+                                                           key="fedaba.data.dataset")
+    else:
+        classes = tasks.TASKS[data["task"]]
+        texts, labels = tasks.generate(data["task"], data["train"] + data["test"], seed=1000 + seed)
+        n_tr = data["train"]
     train_set = tasks.encode(tok, enc, texts[:n_tr], labels[:n_tr], 1, data["max_length"])
     test_set = tasks.encode(tok, enc, texts[n_tr:], labels[n_tr:], 1, data["max_length"])
     base = tasks.CLSLayerClassifier(enc.encoder.layer[-1], classes)
