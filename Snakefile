@@ -36,6 +36,8 @@ include: "workflow/rules/fedaba.smk"
 include: "workflow/rules/beta_tta.smk"
 include: "workflow/rules/ar1_zo.smk"
 include: "workflow/rules/es_dynamics.smk"
+include: "workflow/rules/adapad.smk"
+include: "workflow/rules/adaprelora.smk"
 include: "workflow/rules/report.smk"
 
 

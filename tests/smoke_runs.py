@@ -1,14 +1,17 @@
 """Copies of the workflow for end-to-end tests, and the smoke DAGs they share.
 
-The smoke DAG is the slowest thing the suite does. The tests that read it use the session
-fixtures `smoke` and `smoke_again` (`tests/test_workflow.py`); `conftest.py` starts both runs in
-the background as soon as collection shows a selected test needs them, so they overlap with the
-unit tests (which use about one core) instead of running after them.
+The smoke DAG is the slowest thing the suite does, so it runs once: the tests that read it use
+the session fixture `smoke` (`tests/test_workflow.py`); `conftest.py` starts the run in the
+background as soon as collection shows a selected test needs it, so it overlaps with the unit
+tests (which use about one core) instead of running after them. Reproducibility from scratch is
+checked on a copy of the finished run by rerunning one metrics job of every paper
+(`metrics_jobs`), not by a second DAG.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,9 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 WORKFLOW_FILES = ["Snakefile", "workflow", "config", "profiles", "envs", "reference"]
-# the shared runs: fixture name -> cores. The first runs four jobs at once on the SQLite store
-# (the tracking tests count its runs); the second checks that a rerun from scratch is identical.
-SHARED_RUNS = {"smoke": 4, "smoke_again": 2}
+# the shared runs: fixture name -> cores. It runs four jobs at once on the SQLite store (the
+# tracking tests count its runs).
+SHARED_RUNS = {"smoke": 4}
+DONE = re.compile(r"done in ([0-9.]+)s")
 TIMEOUT_S = 3600
 
 
@@ -108,3 +112,20 @@ def stop_all() -> None:
         shutil.rmtree(base, ignore_errors=True)
     _runs.clear()
     _base.clear()
+
+
+def metrics_jobs(wf: Path, *config_args: str) -> list[dict]:
+    """The finished jobs of the run in `wf` that wrote a metrics.json: output, rule, paper and
+    the seconds inside the step (the CLI's closing "done in X s" in the job's log), from
+    Snakemake's detailed summary."""
+    proc = snakemake(wf, "--detailed-summary", *config_args)
+    assert proc.returncode == 0, output(proc)[-3000:]
+    rows = [line.split("\t") for line in proc.stdout.splitlines()[1:] if "\t" in line]
+    jobs = []
+    for out, _, rule, logs, *_ in rows:
+        if not out.endswith("/metrics.json") or logs in ("-", ""):
+            continue
+        found = DONE.findall((wf / logs.split(",")[0]).read_text()) if (wf / logs.split(",")[0]).exists() else []
+        if found:
+            jobs.append({"output": out, "rule": rule, "paper": out.split("/")[1], "seconds": float(found[-1])})
+    return jobs

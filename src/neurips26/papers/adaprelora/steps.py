@@ -1,0 +1,238 @@
+"""The steps the CLI calls for adaprelora: tune (one job per task) -> train (one job per task and
+seed) -> figures.
+
+`tune` trains every method at every learning rate of its grid (the same number for each) on the
+tuning seed's training set minus a validation split, and keeps the lr with the best validation
+score (accuracy; BLEU for data-to-text). `train` trains every method at its tuned lr on the full
+training set of a seed and scores the test set, with the optimizer-state bytes, the peak of one
+training step and, for AdaPreLoRA, the closed form against a generic solver on the last step's
+real layers. `figures` writes the plots, tables and claims.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from neurips26.core import claims, io, plotting, tracking
+
+from . import runner
+from .claims import claim_rows
+
+P = "adaprelora"
+DIGITS = 6
+CURVE_POINTS = 50
+
+
+def _sig(x):
+    if isinstance(x, float):
+        return io.significant(x, DIGITS) if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _sig(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_sig(v) for v in x]
+    return x
+
+
+def _settings(params: dict) -> dict:
+    return {k: params[k] for k in ("classification", "lm", "optim", "methods", "grid")}
+
+
+def _task_of(params: dict) -> str:
+    task = params.get("task")
+    if task not in params["tasks"]:
+        raise ValueError(f"config key '{P}.tasks': the job's task '{task}' is not listed")
+    return task
+
+
+def _score(res: dict, task: str) -> float:
+    v = res.get(runner.primary_metric(task))
+    return -math.inf if v is None or not math.isfinite(v) else float(v)
+
+
+# ---------------------------------------------------------------- tune
+def tune(params, inputs, out: Path):
+    import torch
+
+    task, seed, started = _task_of(params), params["tune"]["seed"], time.perf_counter()
+    torch.manual_seed(seed)
+    val = runner.validation_task(runner.load_task(task, params, seed, inputs), task, params, seed)
+    key = {"stage": "tune", **_settings(params)}
+    trials, tuned = {}, {}
+    for method in params["methods"]:
+        rows = []
+        for lr in params["grid"][method]:
+            res = runner.run(task, val, method, lr, params, seed, inputs, out / "runs" / f"{method}_lr{lr:g}", key)
+            rows.append({"lr": lr, "score": _score(res, task), "final_loss": res["losses"][-1]})
+            print(f"tune {task} {method} lr {lr:g}: validation {runner.primary_metric(task)} {rows[-1]['score']:.4f}", flush=True)
+        best = int(np.argmax([r["score"] for r in rows]))   # ties: the smaller lr (grid order)
+        trials[method], tuned[method] = rows, rows[best]["lr"]
+        tracking.active().log_metrics({f"tuned_lr_{method}": tuned[method]})
+    io.write_json(out / "tune.json", _sig({"task": task, "seed": seed, "metric": runner.primary_metric(task),
+                                           "tuned": tuned, "trials": trials}))
+    io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started})
+    return [out / "tune.json", out / "timing.json"]
+
+
+# ---------------------------------------------------------------- train
+def train(params, inputs, out: Path):
+    import torch
+
+    task, seed, started = _task_of(params), params["seed"], time.perf_counter()
+    tuned = io.read_json(Path(inputs["tune"]) / "tune.json")["tuned"]
+    data = runner.load_task(task, params, seed, inputs)
+    key = {"stage": "train", **_settings(params)}
+    methods, timing, check = {}, {}, None
+    import shutil
+
+    # the closed-form check needs AdaPreLoRA's last step run, not a finished checkpoint reused
+    shutil.rmtree(out / "runs" / "adaprelora", ignore_errors=True)
+    for method in params["methods"]:
+        if method not in tuned:
+            raise ValueError(f"{inputs['tune']}/tune.json: no tuned lr for '{method}' (rerun tune)")
+        torch.manual_seed(seed)
+        res = runner.run(task, data, method, tuned[method], params, seed, inputs, out / "runs" / method, key,
+                         check=method == "adaprelora", check_layers=params["check_layers"])
+        losses = res.pop("losses")
+        every = max(1, len(losses) // CURVE_POINTS)
+        res["loss_curve"] = [float(np.mean(losses[i:i + every])) for i in range(0, len(losses), every)]
+        res["curve_every"] = every
+        res["final_loss"] = float(np.mean(losses[-every:]))
+        timing[method] = res.pop("seconds")
+        if method == "adaprelora":
+            check = res.pop("closed_form_check")
+        methods[method] = res
+        tracking.active().log_metrics({f"{method}_{runner.primary_metric(task)}": _score(res, task)})
+        print(f"train {task} seed {seed} {method} lr {tuned[method]:g}: {runner.primary_metric(task)} {_score(res, task):.4f} "
+              f"state {res['state_bytes']} B peak {res['peak_bytes']} B ({res['peak_kind']})", flush=True)
+    from neurips26.papers.lora_harness import models
+
+    net = runner.build_net(task, data, "adaprelora", params, seed, inputs)
+    pairs = [{"name": p.name, "m": p.B.shape[0], "n": p.A.shape[1], "r": p.A.shape[0]} for p in models.lora_pairs(net)]
+    others = sum(q.numel() for q in net.parameters() if q.requires_grad) - sum(p["r"] * (p["m"] + p["n"]) for p in pairs)
+    io.write_json(out / "metrics.json", _sig({"task": task, "seed": seed, "metric": runner.primary_metric(task),
+                                              "methods": methods, "closed_form_check": check, "pairs": pairs,
+                                              "other_trainable": int(others), "beta1": params["optim"]["beta1"]}))
+    io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started, "fit_seconds": timing})
+    return [out / "metrics.json", out / "timing.json"]
+
+
+# ---------------------------------------------------------------- figures
+COLOURS = {"adamw": "#7f7f7f", "loraplus": "#1f77b4", "scaled_adamw": "#2ca02c", "lora_pro": "#9467bd",
+           "adafactor_proj": "#ff7f0e", "adaprelora": "#d62728", "full_adafactor": "#8c564b"}
+LABELS = {"adamw": "AdamW (factors)", "loraplus": "LoRA+ (ratio 16)", "scaled_adamw": "ScaledAdamW (Riemannian)",
+          "lora_pro": "LoRA-Pro", "adafactor_proj": "Adafactor + Frobenius projection", "adaprelora": "AdaPreLoRA",
+          "full_adafactor": "full-W Adafactor"}
+
+
+def predicted_state_bytes(run: dict, beta1) -> int:
+    """AdaPreLoRA's state by the count: per pair R (m) + C (n) and, with beta1, the factor
+    momenta r (m + n); AdamW's two moments on the other trainable tensors; float32."""
+    per_pair = sum(p["m"] + p["n"] + (p["r"] * (p["m"] + p["n"]) if beta1 else 0) for p in run["pairs"])
+    return 4 * (per_pair + 2 * run["other_trainable"])
+
+
+def claims_summary(params: dict, tunes: dict, runs: dict) -> dict:
+    """Per task and method: the per-seed scores and items, the memory figures; the check."""
+    out = {"tasks": {}, "check": {"max_rel_factor_diff": 0.0, "max_rel_image_diff": 0.0, "max_rel_imbalance_excess": 0.0,
+                                  "layers": 0, "runs": 0}}
+    for task, seed_runs in runs.items():
+        metric = seed_runs[0]["metric"]
+        methods = list(seed_runs[0]["methods"])
+        t = {"metric": metric, "seeds": len(seed_runs), "tuned": tunes[task]["tuned"],
+             "scores": {m: [r["methods"][m][metric] for r in seed_runs] for m in methods},
+             "items": {m: [r["methods"][m]["items"] for r in seed_runs] for m in methods},
+             "state_bytes": {m: max(r["methods"][m]["state_bytes"] for r in seed_runs) for m in methods},
+             "peak_bytes": {m: max(r["methods"][m]["peak_bytes"] for r in seed_runs) for m in methods},
+             "peak_kind": seed_runs[0]["methods"]["adaprelora"]["peak_kind"],
+             "state_predicted": predicted_state_bytes(seed_runs[0], seed_runs[0]["beta1"])}
+        if metric == "bleu":
+            for extra in ("exact_match", "rouge_l"):
+                t[extra] = {m: [r["methods"][m][extra] for r in seed_runs] for m in methods}
+        out["tasks"][task] = t
+        for r in seed_runs:
+            c = r.get("closed_form_check")
+            if c:
+                ch = out["check"]
+                ch["max_rel_factor_diff"] = max(ch["max_rel_factor_diff"], c["max_rel_factor_diff"])
+                ch["max_rel_image_diff"] = max(ch["max_rel_image_diff"], c["max_rel_image_diff"])
+                ch["max_rel_imbalance_excess"] = max(ch["max_rel_imbalance_excess"], c["max_rel_imbalance_excess"])
+                ch["layers"] += c["layers"]
+                ch["runs"] += 1
+    return out
+
+
+def _fix_none(vals):
+    return [v if v is not None else float("nan") for v in vals]
+
+
+def figures(params, inputs, out: Path):
+    scale = params["scale"]
+    tasks = params["tasks"]
+    tunes = {t: io.read_json(Path(inputs["tune"]) / t / "tune.json") for t in tasks}
+    runs = {t: [io.read_json(Path(inputs["runs"]) / t / f"seed{s}" / "metrics.json") for s in params["seeds"]] for t in tasks}
+    figdir = out / "figures"
+    methods = params["methods"]
+    n_seeds = len(params["seeds"])
+
+    fig, axes = plotting.figure(ncols=len(tasks), width=4.6, height=3.8)
+    for col, task in enumerate(tasks):
+        ax, metric = axes[0, col], runs[task][0]["metric"]
+        for m in methods:
+            vals = np.asarray(_fix_none([r["methods"][m][metric] for r in runs[task]]), dtype=float)
+            state = max(r["methods"][m]["state_bytes"] for r in runs[task]) / 1024
+            ax.errorbar([state], [np.nanmean(vals)], yerr=[np.nanstd(vals)], fmt="o", color=COLOURS[m], label=LABELS[m], capsize=3)
+        ax.set_xscale("log")
+        ax.set_xlabel("optimizer state (KiB, log)")
+        ax.set_ylabel(f"test {metric}")
+        ax.set_title(f"{task}: score vs optimizer memory ({n_seeds} seeds)", fontsize=8)
+        if col == 0:
+            ax.legend(fontsize=6)
+    plotting.save(fig, figdir / "score_memory.png")
+
+    fig, axes = plotting.figure(ncols=len(tasks), width=4.6, height=3.8)
+    for col, task in enumerate(tasks):
+        ax = axes[0, col]
+        for m in methods:
+            r0 = runs[task][0]["methods"][m]
+            x = [i * r0["curve_every"] for i in range(len(r0["loss_curve"]))]
+            plotting.mean_band(ax, x, [r["methods"][m]["loss_curve"] for r in runs[task]],
+                               f"{LABELS[m]} (lr {tunes[task]['tuned'][m]:g})", COLOURS[m])
+        ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss (cross-entropy)")
+        ax.set_title(f"{task}: learning curves at the tuned lr ({n_seeds} seeds)", fontsize=8)
+        ax.legend(fontsize=6)
+    plotting.save(fig, figdir / "learning_curves.png")
+
+    fig, axes = plotting.figure(ncols=len(tasks), width=4.6, height=3.8)
+    for col, task in enumerate(tasks):
+        ax = axes[0, col]
+        for m in methods:
+            rows = tunes[task]["trials"][m]
+            ys = [r["score"] if r["score"] is not None and math.isfinite(r["score"]) else float("nan") for r in rows]
+            ax.plot([r["lr"] for r in rows], ys, "o-", color=COLOURS[m], label=LABELS[m])
+        ax.set_xscale("log")
+        ax.set_xlabel("learning rate")
+        ax.set_ylabel(f"validation {tunes[task]['metric']}")
+        ax.set_title(f"{task}: lr sensitivity (tuning seed {tunes[task]['seed']})", fontsize=8)
+        if col == 0:
+            ax.legend(fontsize=6)
+    plotting.save(fig, figdir / "lr_sensitivity.png")
+
+    summary = claims_summary(params, tunes, runs)
+    rows = []
+    for task, t in summary["tasks"].items():
+        for m in methods:
+            mean, sd = claims.mean_std(_fix_none(t["scores"][m]))
+            row = {"task": task, "method": m, "metric": t["metric"], "mean": _sig(mean), "std": _sig(sd),
+                   "replicates": len(t["scores"][m]), "tuned_lr": t["tuned"][m], "state_bytes": t["state_bytes"][m],
+                   "peak_step_bytes": t["peak_bytes"][m], "peak_kind": t["peak_kind"]}
+            for extra in ("exact_match", "rouge_l"):
+                if extra in t:
+                    row[f"{extra}_mean"] = _sig(claims.mean_std(_fix_none(t[extra][m]))[0])
+            rows.append(row)
+    return claims.write_tables(out, rows, claim_rows(summary, scale))

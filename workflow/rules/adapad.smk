@@ -1,0 +1,96 @@
+# adapad: AdaPaD, adaptive parallel deflation for LoRA (shared harness: lora_harness).
+# mechanism (one job, every seed) | tune (one job per task) -> train (one job per task and seed) -> figures
+AP = "results/adapad"
+AP_CFG = config["adapad"]
+AP_FIGURES = ["deflation_errors", "decay", "advance", "accuracy_size", "ranks"]
+AP_KEYS = ("mechanism", "data", "finetune", "methods", "grid", "adalora", "sequential", "adapad", "compare", "seeds")
+
+
+use rule neurips26_step as adapad_mechanism with:
+    output:
+        metrics=f"{AP}/mechanism/metrics.json",
+        timing=f"{AP}/mechanism/timing.json",
+    params:
+        step="adapad mechanism",
+        args=paper_params("adapad", *AP_KEYS),
+        code=code_stamp("adapad"),
+        out=folder_of("output", "metrics"),
+    log:
+        f"{AP}/logs/mechanism.log",
+    benchmark:
+        f"{AP}/benchmarks/mechanism.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=AP_CFG["resources"]["mechanism_runtime_min"],
+
+
+use rule neurips26_step as adapad_tune with:
+    output:
+        tune=f"{AP}/tune/{{task}}/tune.json",
+        timing=f"{AP}/tune/{{task}}/timing.json",
+    params:
+        step="adapad tune",
+        args=paper_params("adapad", *AP_KEYS, wildcards_in=("task",)),
+        code=code_stamp("adapad"),
+        out=folder_of("output", "tune"),
+    log:
+        f"{AP}/logs/tune/{{task}}.log",
+    benchmark:
+        f"{AP}/benchmarks/tune/{{task}}.tsv"
+    threads: THREADS
+    resources:
+        **job_resources(AP_CFG["resources"]["mem_mb"], AP_CFG["resources"]["tune_runtime_min"], AP_CFG["resources"]["gpus"],
+            training=True),
+
+
+use rule neurips26_step as adapad_train with:
+    input:
+        tune=f"{AP}/tune/{{task}}/tune.json",
+    output:
+        metrics=f"{AP}/train/{{task}}/seed{{seed}}/metrics.json",
+        timing=f"{AP}/train/{{task}}/seed{{seed}}/timing.json",
+    params:
+        step="adapad train",
+        args=paper_params("adapad", *AP_KEYS, wildcards_in=("task",)),
+        code=code_stamp("adapad"),
+        out=folder_of("output", "metrics"),
+        inputs=cli_inputs(tune=folder_of("input", "tune")),
+    log:
+        f"{AP}/logs/train/{{task}}_seed{{seed}}.log",
+    benchmark:
+        f"{AP}/benchmarks/train/{{task}}_seed{{seed}}.tsv"
+    threads: THREADS
+    resources:
+        **job_resources(AP_CFG["resources"]["mem_mb"], AP_CFG["resources"]["train_runtime_min"], AP_CFG["resources"]["gpus"],
+            training=True),
+
+
+use rule neurips26_step as adapad_figures with:
+    input:
+        mechanism=rules.adapad_mechanism.output.metrics,
+        metrics=expand(f"{AP}/train/{{task}}/seed{{seed}}/metrics.json", task=AP_CFG["data"]["tasks"], seed=AP_CFG["seeds"]),
+    output:
+        figures=[
+            report(f"{AP}/figures/{name}.png", caption=f"../report/adapad_{name}.rst", category="adapad")
+            for name in AP_FIGURES
+        ],
+        summary=f"{AP}/summary.csv",
+        claims=f"{AP}/claims.csv",
+    params:
+        step="adapad figures",
+        args=paper_params("adapad", *AP_KEYS),
+        code=code_stamp("adapad"),
+        out=folder_of("output", "claims"),
+        inputs=cli_inputs(mechanism=folder_of("input", "mechanism"), runs=folder_of("input", "metrics", up=3)),
+    log:
+        f"{AP}/logs/figures.log",
+    benchmark:
+        f"{AP}/benchmarks/figures.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+
+
+register_targets("adapad", rules.adapad_figures.output)
