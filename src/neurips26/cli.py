@@ -76,7 +76,7 @@ def _run_step(paper: str, step: str, args) -> int:
     from .core import seeding, tracking
     from .core.io import InputFileError
 
-    seeding.seed_everything(int(params.get("seed", 0)), threads=args.threads)
+    seeding.seed_everything(int(params.get("seed", 0)), threads=args.threads, lazy=True)
     steps = steps_module(paper)
     started = time.perf_counter()
     before = _files_under(out)
