@@ -17,7 +17,6 @@ use rule neurips26_step as abmf_evaluate with:
         f"{AB}/logs/eval/{{variant}}.log",
     benchmark:
         f"{AB}/benchmarks/eval/{{variant}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
@@ -28,12 +27,7 @@ use rule neurips26_step as abmf_figures with:
         metrics=expand(f"{AB}/eval/{{variant}}/metrics.json", variant=config["abmf"]["run_variants"]),
         timing=expand(f"{AB}/eval/{{variant}}/timing.json", variant=config["abmf"]["run_variants"]),
     output:
-        figures=[
-            report(f"{AB}/figures/{name}.png", caption=f"../report/abmf_{name}.rst", category="abmf")
-            for name in AB_FIGURES
-        ],
-        summary=f"{AB}/summary.csv",
-        claims=f"{AB}/claims.csv",
+        **figure_outputs("abmf", AB, AB_FIGURES),
     params:
         step="abmf figures",
         args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", "cost_ratio",

@@ -19,7 +19,6 @@ use rule neurips26_step as acopula_speed with:
         f"{AC}/logs/speed.log",
     benchmark:
         f"{AC}/benchmarks/speed.tsv"
-    threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
@@ -37,7 +36,6 @@ use rule neurips26_step as acopula_simulate with:
         f"{AC}/logs/simulate_seed{{seed}}.log",
     benchmark:
         f"{AC}/benchmarks/simulate_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
@@ -57,7 +55,6 @@ use rule neurips26_step as acopula_stocks with:
         f"{AC}/logs/stocks.log",
     benchmark:
         f"{AC}/benchmarks/stocks.tsv"
-    threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
@@ -77,7 +74,6 @@ use rule neurips26_step as acopula_survival with:
         f"{AC}/logs/survival.log",
     benchmark:
         f"{AC}/benchmarks/survival.tsv"
-    threads: THREADS
     resources:
         mem_mb=config["acopula"]["resources"]["mem_mb"],
         runtime=config["acopula"]["resources"]["runtime_min"],
@@ -91,12 +87,7 @@ use rule neurips26_step as acopula_figures with:
         stocks=rules.acopula_stocks.output.metrics,
         survival=rules.acopula_survival.output.metrics,
     output:
-        figures=[
-            report(f"{AC}/figures/{name}.png", caption=f"../report/acopula_{name}.rst", category="acopula")
-            for name in AC_FIGURES
-        ],
-        summary=f"{AC}/summary.csv",
-        claims=f"{AC}/claims.csv",
+        **figure_outputs("acopula", AC, AC_FIGURES),
     params:
         step="acopula figures",
         args=paper_params("acopula", "speed", seeds=config["acopula"]["seeds"]),

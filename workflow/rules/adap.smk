@@ -18,7 +18,6 @@ use rule neurips26_step as adap_synthetic with:
         f"{AD}/logs/synthetic/{{variant}}.log",
     benchmark:
         f"{AD}/benchmarks/synthetic/{{variant}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=2000,
         runtime=config["adap"]["runtime_min"],
@@ -36,7 +35,6 @@ use rule neurips26_step as adap_lm with:
         f"{AD}/logs/lm.log",
     benchmark:
         f"{AD}/benchmarks/lm.tsv"
-    threads: THREADS
     resources:
         mem_mb=3000,
         runtime=config["adap"]["runtime_min"],
@@ -46,12 +44,7 @@ use rule neurips26_step as adap_figures with:
     input:
         metrics=expand(f"{AD}/eval/{{variant}}/metrics.json", variant=config["adap"]["run_variants"] + ["lm"]),
     output:
-        figures=[
-            report(f"{AD}/figures/{name}.png", caption=f"../report/adap_{name}.rst", category="adap")
-            for name in AD_FIGURES
-        ],
-        summary=f"{AD}/summary.csv",
-        claims=f"{AD}/claims.csv",
+        **figure_outputs("adap", AD, AD_FIGURES),
     params:
         step="adap figures",
         args=paper_params("adap", run_variants=config["adap"]["run_variants"] + ["lm"]),

@@ -38,7 +38,6 @@ use rule neurips26_step as adapad_tune with:
         f"{AP}/logs/tune/{{task}}.log",
     benchmark:
         f"{AP}/benchmarks/tune/{{task}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(AP_CFG["resources"]["mem_mb"], AP_CFG["resources"]["tune_runtime_min"], AP_CFG["resources"]["gpus"],
             training=True),
@@ -60,7 +59,6 @@ use rule neurips26_step as adapad_train with:
         f"{AP}/logs/train/{{task}}_seed{{seed}}.log",
     benchmark:
         f"{AP}/benchmarks/train/{{task}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(AP_CFG["resources"]["mem_mb"], AP_CFG["resources"]["train_runtime_min"], AP_CFG["resources"]["gpus"],
             training=True),
@@ -71,12 +69,7 @@ use rule neurips26_step as adapad_figures with:
         mechanism=rules.adapad_mechanism.output.metrics,
         metrics=expand(f"{AP}/train/{{task}}/seed{{seed}}/metrics.json", task=AP_CFG["data"]["tasks"], seed=AP_CFG["seeds"]),
     output:
-        figures=[
-            report(f"{AP}/figures/{name}.png", caption=f"../report/adapad_{name}.rst", category="adapad")
-            for name in AP_FIGURES
-        ],
-        summary=f"{AP}/summary.csv",
-        claims=f"{AP}/claims.csv",
+        **figure_outputs("adapad", AP, AP_FIGURES),
     params:
         step="adapad figures",
         args=paper_params("adapad", *AP_KEYS),

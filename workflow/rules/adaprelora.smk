@@ -24,7 +24,6 @@ use rule neurips26_step as adaprelora_tune with:
         f"{APL}/logs/tune/{{task}}.log",
     benchmark:
         f"{APL}/benchmarks/tune/{{task}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(APL_CFG["resources"]["mem_mb"], APL_CFG["resources"]["tune_runtime_min"], APL_CFG["resources"]["gpus"], training=True),
 
@@ -46,7 +45,6 @@ use rule neurips26_step as adaprelora_train with:
         f"{APL}/logs/train/{{task}}_seed{{seed}}.log",
     benchmark:
         f"{APL}/benchmarks/train/{{task}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(APL_CFG["resources"]["mem_mb"], APL_CFG["resources"]["train_runtime_min"], APL_CFG["resources"]["gpus"], training=True),
 
@@ -56,12 +54,7 @@ use rule neurips26_step as adaprelora_figures with:
         tune=expand(f"{APL}/tune/{{task}}/tune.json", task=APL_CFG["tasks"]),
         metrics=expand(f"{APL}/train/{{task}}/seed{{seed}}/metrics.json", task=APL_CFG["tasks"], seed=APL_CFG["seeds"]),
     output:
-        figures=[
-            report(f"{APL}/figures/{name}.png", caption=f"../report/adaprelora_{name}.rst", category="adaprelora")
-            for name in APL_FIGURES
-        ],
-        summary=f"{APL}/summary.csv",
-        claims=f"{APL}/claims.csv",
+        **figure_outputs("adaprelora", APL, APL_FIGURES),
     params:
         step="adaprelora figures",
         args=paper_params("adaprelora", *APL_KEYS),

@@ -18,7 +18,6 @@ use rule neurips26_step as anchor_pca_evaluate with:
         f"{AP}/logs/eval/{{variant}}.log",
     benchmark:
         f"{AP}/benchmarks/eval/{{variant}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
@@ -28,12 +27,7 @@ use rule neurips26_step as anchor_pca_figures with:
     input:
         metrics=expand(f"{AP}/eval/{{variant}}/metrics.json", variant=config["anchor_pca"]["run_variants"]),
     output:
-        figures=[
-            report(f"{AP}/figures/{name}.png", caption=f"../report/anchor_pca_{name}.rst", category="anchor_pca")
-            for name in AP_FIGURES
-        ],
-        summary=f"{AP}/summary.csv",
-        claims=f"{AP}/claims.csv",
+        **figure_outputs("anchor_pca", AP, AP_FIGURES),
     params:
         step="anchor_pca figures",
         args=paper_params("anchor_pca", "gammas", run_variants=config["anchor_pca"]["run_variants"]),

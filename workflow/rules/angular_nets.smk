@@ -19,7 +19,6 @@ use rule neurips26_step as angular_nets_tune with:
         f"{AN}/logs/tune/{{variant}}.log",
     benchmark:
         f"{AN}/benchmarks/tune/{{variant}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["angular_nets"]["resources"]["train_mem_mb"],
@@ -46,7 +45,6 @@ use rule neurips26_step as angular_nets_train with:
         f"{AN}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{AN}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["angular_nets"]["resources"]["train_mem_mb"],
@@ -68,7 +66,6 @@ use rule neurips26_step as angular_nets_planted with:
         f"{AN}/logs/planted.log",
     benchmark:
         f"{AN}/benchmarks/planted.tsv"
-    threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
@@ -79,12 +76,7 @@ use rule neurips26_step as angular_nets_figures with:
         metrics=grid("angular_nets", f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json"),
         planted=rules.angular_nets_planted.output.metrics,
     output:
-        figures=[
-            report(f"{AN}/figures/{name}.png", caption=f"../report/angular_nets_{name}.rst", category="angular_nets")
-            for name in AN_FIGURES
-        ],
-        summary=f"{AN}/summary.csv",
-        claims=f"{AN}/claims.csv",
+        **figure_outputs("angular_nets", AN, AN_FIGURES),
     params:
         step="angular_nets figures",
         args=paper_params(

@@ -23,7 +23,6 @@ use rule neurips26_step as apexphys_generate with:
         f"{AX}/logs/generate_seed{{seed}}.log",
     benchmark:
         f"{AX}/benchmarks/generate_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
@@ -46,7 +45,6 @@ use rule neurips26_step as apexphys_preprocess with:
         f"{AX}/logs/preprocess_seed{{seed}}.log",
     benchmark:
         f"{AX}/benchmarks/preprocess_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=4000,
         runtime=60,
@@ -69,7 +67,6 @@ use rule neurips26_step as apexphys_tune with:
         f"{AX}/logs/tune/{{variant}}.log",
     benchmark:
         f"{AX}/benchmarks/tune/{{variant}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["apexphys"]["resources"]["train_mem_mb"],
@@ -100,7 +97,6 @@ use rule neurips26_step as apexphys_train with:
         f"{AX}/logs/train/{{variant}}.log",
     benchmark:
         f"{AX}/benchmarks/train/{{variant}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["apexphys"]["resources"]["train_mem_mb"],
@@ -115,12 +111,7 @@ use rule neurips26_step as apexphys_figures with:
         metrics=expand(f"{AX}/train/{{variant}}/metrics.json", variant=config["apexphys"]["run_variants"]),
         unsupervised=expand(f"{AX}/data/seed{{seed}}/unsupervised.json", seed=config["apexphys"]["seeds"]),
     output:
-        figures=[
-            report(f"{AX}/figures/{name}.png", caption=f"../report/apexphys_{name}.rst", category="apexphys")
-            for name in AX_FIGURES
-        ],
-        summary=f"{AX}/summary.csv",
-        claims=f"{AX}/claims.csv",
+        **figure_outputs("apexphys", AX, AX_FIGURES),
     params:
         step="apexphys figures",
         args=paper_params("apexphys", "seeds", "data", run_variants=config["apexphys"]["run_variants"]),

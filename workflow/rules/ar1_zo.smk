@@ -19,7 +19,6 @@ use rule neurips26_step as ar1_zo_mechanism with:
         f"{AR}/logs/mechanism.log",
     benchmark:
         f"{AR}/benchmarks/mechanism.tsv"
-    threads: THREADS
     resources:
         **job_resources(AR_CFG["resources"]["mem_mb"], AR_CFG["resources"]["mechanism_runtime_min"], AR_CFG["resources"]["gpus"]),
 
@@ -37,7 +36,6 @@ use rule neurips26_step as ar1_zo_tune with:
         f"{AR}/logs/tune.log",
     benchmark:
         f"{AR}/benchmarks/tune.tsv"
-    threads: THREADS
     resources:
         **job_resources(AR_CFG["resources"]["mem_mb"], AR_CFG["resources"]["tune_runtime_min"], AR_CFG["resources"]["gpus"]),
 
@@ -58,7 +56,6 @@ use rule neurips26_step as ar1_zo_train with:
         f"{AR}/logs/train/seed{{seed}}.log",
     benchmark:
         f"{AR}/benchmarks/train/seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(AR_CFG["resources"]["mem_mb"], AR_CFG["resources"]["train_runtime_min"], AR_CFG["resources"]["gpus"]),
 
@@ -68,12 +65,7 @@ use rule neurips26_step as ar1_zo_figures with:
         mechanism=rules.ar1_zo_mechanism.output.metrics,
         metrics=expand(f"{AR}/train/seed{{seed}}/metrics.json", seed=AR_CFG["seeds"]),
     output:
-        figures=[
-            report(f"{AR}/figures/{name}.png", caption=f"../report/ar1_zo_{name}.rst", category="ar1_zo")
-            for name in AR_FIGURES
-        ],
-        summary=f"{AR}/summary.csv",
-        claims=f"{AR}/claims.csv",
+        **figure_outputs("ar1_zo", AR, AR_FIGURES),
     params:
         step="ar1_zo figures",
         args=paper_params("ar1_zo", *AR_KEYS),

@@ -36,7 +36,6 @@ use rule neurips26_step as bdc_merge_run with:
         f"{BM}/logs/run/seed{{seed}}.log",
     benchmark:
         f"{BM}/benchmarks/run/seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(BM_CFG["resources"]["run_mem_mb"], BM_CFG["resources"]["run_runtime_min"], BM_CFG["resources"]["run_gpus"]),
 
@@ -62,7 +61,6 @@ use rule neurips26_step as bdc_merge_cross_source with:
         f"{BM}/logs/cross_source.log",
     benchmark:
         f"{BM}/benchmarks/cross_source.tsv"
-    threads: THREADS
     resources:
         mem_mb=2000,
         runtime=30,
@@ -91,7 +89,6 @@ use rule neurips26_step as bdc_merge_cross_run with:
         f"{BM}/logs/cross/seed{{seed}}.log",
     benchmark:
         f"{BM}/benchmarks/cross/seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(BM_CFG["resources"]["run_mem_mb"], BM_CFG["resources"]["run_runtime_min"], BM_CFG["resources"]["run_gpus"]),
 
@@ -102,12 +99,7 @@ use rule neurips26_step as bdc_merge_figures with:
         timing=expand(f"{BM}/runs/seed{{seed}}/timing.json", seed=BM_CFG["seeds"]),
         cross=BM_CROSS_RUNS,
     output:
-        figures=[
-            report(f"{BM}/figures/{name}.png", caption=f"../report/bdc_merge_{name}.rst", category="bdc_merge")
-            for name in BM_FIGURES
-        ],
-        summary=f"{BM}/summary.csv",
-        claims=f"{BM}/claims.csv",
+        **figure_outputs("bdc_merge", BM, BM_FIGURES),
     params:
         step="bdc_merge figures",
         args=paper_params("bdc_merge", "calibration", "strengths", "strength", "general_tolerance"),

@@ -19,7 +19,6 @@ use rule neurips26_step as beta_tta_train with:
         f"{BT}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{BT}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["beta_tta"]["resources"]["train_mem_mb"],
@@ -47,7 +46,6 @@ use rule neurips26_step as beta_tta_adapt with:
         f"{BT}/logs/adapt/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{BT}/benchmarks/adapt/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["beta_tta"]["resources"]["adapt_mem_mb"],
@@ -61,12 +59,7 @@ use rule neurips26_step as beta_tta_figures with:
         metrics=grid("beta_tta", f"{BT}/adapt/{{variant}}/seed{{seed}}/metrics.json"),
         timing=grid("beta_tta", f"{BT}/adapt/{{variant}}/seed{{seed}}/timing.json"),
     output:
-        figures=[
-            report(f"{BT}/figures/{name}.png", caption=f"../report/beta_tta_{name}.rst", category="beta_tta")
-            for name in BT_FIGURES
-        ],
-        summary=f"{BT}/summary.csv",
-        claims=f"{BT}/claims.csv",
+        **figure_outputs("beta_tta", BT, BT_FIGURES),
     params:
         step="beta_tta figures",
         args=paper_params(

@@ -242,6 +242,17 @@ def grid(paper, pattern):
     return expand(pattern, variant=block["run_variants"], seed=block["seeds"])
 
 
+def figure_outputs(paper, prefix, names):
+    """The outputs every figures step writes: its figures (in the report, captioned by
+    workflow/report/<paper>_<name>.rst), summary.csv and claims.csv (`output: **figure_outputs(...)`)."""
+    return {
+        # a line may not start with `report` outside a rule (Snakemake reads it as the directive)
+        "figures": [report(f"{prefix}/figures/{n}.png", caption=f"../report/{paper}_{n}.rst", category=paper) for n in names],
+        "summary": f"{prefix}/summary.csv",
+        "claims": f"{prefix}/claims.csv",
+    }
+
+
 def start_tracking():
     from neurips26.core import tracking
     from neurips26.papers import SHARED

@@ -16,7 +16,6 @@ use rule neurips26_step as crl_spectral_train with:
         f"{CS}/logs/train_seed{{seed}}.log",
     benchmark:
         f"{CS}/benchmarks/train_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["crl_spectral"]["resources"]["train_mem_mb"],
@@ -51,12 +50,7 @@ use rule neurips26_step as crl_spectral_figures with:
     input:
         metrics=rules.crl_spectral_evaluate.output.metrics,
     output:
-        figures=[
-            report(f"{CS}/figures/{name}.png", caption=f"../report/crl_spectral_{name}.rst", category="crl_spectral")
-            for name in CS_FIGURES
-        ],
-        summary=f"{CS}/summary.csv",
-        claims=f"{CS}/claims.csv",
+        **figure_outputs("crl_spectral", CS, CS_FIGURES),
     params:
         step="crl_spectral figures",
         args=paper_params("crl_spectral", "discrete", "calibration"),

@@ -25,7 +25,6 @@ use rule neurips26_step as embed_merge_pretrain with:
         f"{EM}/logs/pretrain/{{variant}}.log",
     benchmark:
         f"{EM}/benchmarks/pretrain/{{variant}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["embed_merge"]["resources"]["train_mem_mb"],
@@ -59,7 +58,6 @@ use rule neurips26_step as embed_merge_train with:
         f"{EM}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{EM}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["embed_merge"]["resources"]["train_mem_mb"],
@@ -86,7 +84,6 @@ use rule neurips26_step as embed_merge_merge with:
         f"{EM}/logs/merge/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{EM}/benchmarks/merge/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["embed_merge"]["resources"]["merge_mem_mb"],
@@ -99,12 +96,7 @@ use rule neurips26_step as embed_merge_figures with:
     input:
         metrics=grid("embed_merge", f"{EM}/merge/{{variant}}/seed{{seed}}/metrics.json"),
     output:
-        figures=[
-            report(f"{EM}/figures/{name}.png", caption=f"../report/embed_merge_{name}.rst", category="embed_merge")
-            for name in EM_FIGURES
-        ],
-        summary=f"{EM}/summary.csv",
-        claims=f"{EM}/claims.csv",
+        **figure_outputs("embed_merge", EM, EM_FIGURES),
     params:
         step="embed_merge figures",
         args=paper_params(

@@ -44,7 +44,6 @@ use rule neurips26_step as es_dynamics_lm with:
         f"{ESD}/logs/lm/seed{{seed}}.log",
     benchmark:
         f"{ESD}/benchmarks/lm/seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(ESD_CFG["resources"]["mem_mb"], ESD_CFG["resources"]["lm_runtime_min"], ESD_CFG["resources"]["gpus"]),
 
@@ -54,12 +53,7 @@ use rule neurips26_step as es_dynamics_figures with:
         synthetic=rules.es_dynamics_synthetic.output.metrics,
         metrics=expand(f"{ESD}/lm/seed{{seed}}/metrics.json", seed=ESD_CFG["seeds"]),
     output:
-        figures=[
-            report(f"{ESD}/figures/{name}.png", caption=f"../report/es_dynamics_{name}.rst", category="es_dynamics")
-            for name in ESD_FIGURES
-        ],
-        summary=f"{ESD}/summary.csv",
-        claims=f"{ESD}/claims.csv",
+        **figure_outputs("es_dynamics", ESD, ESD_FIGURES),
     params:
         step="es_dynamics figures",
         args=paper_params("es_dynamics", *ESD_KEYS),

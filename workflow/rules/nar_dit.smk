@@ -29,7 +29,6 @@ use rule neurips26_step as nar_dit_prepare with:
         f"{ND}/logs/prepare.log",
     benchmark:
         f"{ND}/benchmarks/prepare.tsv"
-    threads: THREADS
     resources:
         mem_mb=4000,
         runtime=60,
@@ -51,7 +50,6 @@ use rule neurips26_step as nar_dit_classifier with:
         f"{ND}/logs/classifier.log",
     benchmark:
         f"{ND}/benchmarks/classifier.tsv"
-    threads: THREADS
     resources:
         mem_mb=3000,
         runtime=30,
@@ -74,7 +72,6 @@ use rule neurips26_step as nar_dit_train with:
         f"{ND}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{ND}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"],
@@ -106,7 +103,6 @@ use rule neurips26_step as nar_dit_evaluate with:
         f"{ND}/logs/eval/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{ND}/benchmarks/eval/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(ND_RES["evaluate_mem_mb"], ND_RES["evaluate_runtime_min"], ND_RES["evaluate_gpus"]),
 
@@ -132,7 +128,6 @@ use rule neurips26_step as nar_dit_size with:
         f"{ND}/logs/size/{{size}}.log",
     benchmark:
         f"{ND}/benchmarks/size/{{size}}.tsv"
-    threads: THREADS
     resources:
         # the training rule's machine; the job trains (and samples from) every regime x seed in turn
         **job_resources(ND_RES["train_mem_mb"], ND_RES["train_runtime_min"], ND_RES["train_gpus"], training=True),
@@ -146,13 +141,8 @@ use rule neurips26_step as nar_dit_figures with:
         info=grid("nar_dit", f"{ND}/train/{{variant}}/seed{{seed}}/train.json"),
         timing=grid("nar_dit", f"{ND}/train/{{variant}}/seed{{seed}}/timing.json"),
     output:
-        figures=[
-            report(f"{ND}/figures/{name}.png", caption=f"../report/nar_dit_{name}.rst", category="nar_dit")
-            for name in ND_FIGURES
-        ],
-        summary=f"{ND}/summary.csv",
+        **figure_outputs("nar_dit", ND, ND_FIGURES),
         size_study=[f"{ND}/size_study.csv"] if ND_SIZE_RUNS else [],
-        claims=f"{ND}/claims.csv",
     params:
         step="nar_dit figures",
         args=paper_params(

@@ -68,7 +68,6 @@ use rule neurips26_step as lm_pretrain with:
         f"{LM}/logs/pretrain/{{model}}.log",
     benchmark:
         f"{LM}/benchmarks/pretrain/{{model}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=3000,
         runtime=60,

@@ -16,7 +16,6 @@ use rule neurips26_step as sparse_halfspace_train with:
         f"{SH}/logs/train_seed{{seed}}.log",
     benchmark:
         f"{SH}/benchmarks/train_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=config["sparse_halfspace"]["resources"]["train_mem_mb"],
         runtime=config["sparse_halfspace"]["resources"]["train_runtime_min"],
@@ -47,12 +46,7 @@ use rule neurips26_step as sparse_halfspace_figures with:
     input:
         metrics=rules.sparse_halfspace_evaluate.output.metrics,
     output:
-        figures=[
-            report(f"{SH}/figures/{name}.png", caption=f"../report/sparse_halfspace_{name}.rst", category="sparse_halfspace")
-            for name in SH_FIGURES
-        ],
-        summary=f"{SH}/summary.csv",
-        claims=f"{SH}/claims.csv",
+        **figure_outputs("sparse_halfspace", SH, SH_FIGURES),
     params:
         step="sparse_halfspace figures",
         args=paper_params("sparse_halfspace", "problem", "adversary"),

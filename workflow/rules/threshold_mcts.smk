@@ -17,7 +17,6 @@ use rule neurips26_step as threshold_mcts_simulate with:
         f"{TM}/logs/simulate/{{variant}}.log",
     benchmark:
         f"{TM}/benchmarks/simulate/{{variant}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=1000,
         runtime=config["threshold_mcts"]["runtime_min"],
@@ -47,12 +46,7 @@ use rule neurips26_step as threshold_mcts_figures with:
         metrics=expand(f"{TM}/simulate/{{variant}}/metrics.json", variant=config["threshold_mcts"]["run_variants"]),
         timing=f"{TM}/timing/timing.json",
     output:
-        figures=[
-            report(f"{TM}/figures/{name}.png", caption=f"../report/threshold_mcts_{name}.rst", category="threshold_mcts")
-            for name in TM_FIGURES
-        ],
-        summary=f"{TM}/summary.csv",
-        claims=f"{TM}/claims.csv",
+        **figure_outputs("threshold_mcts", TM, TM_FIGURES),
     params:
         step="threshold_mcts figures",
         args=paper_params("threshold_mcts", run_variants=config["threshold_mcts"]["run_variants"]),
