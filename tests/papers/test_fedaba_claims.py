@@ -50,3 +50,21 @@ def test_checks():
     assert verdicts(claim_rows(summary(svd=1e-3), "default"), "refactorization") == {"fail"}
     assert verdicts(claim_rows(summary(), "default"), "reparametrises") == {"pass"}
     assert verdicts(claim_rows(summary(gauge=1e-2), "default"), "reparametrises") == {"fail"}
+
+
+def lm_summary(gain=0.05, prefix_ours=0.1, prefix_cafd=0.3):
+    aggs = ("fedaba", "cafd", "flexlora", "hetlora", "zeropad")
+    acc = {a: [0.3 + 0.01 * s for s in range(3)] for a in aggs}
+    acc["fedaba"] = [0.3 + gain + 0.01 * s + 0.001 * (-1) ** s for s in range(3)]
+    prefix = {"fedaba": [prefix_ours + 0.01 * s for s in range(3)],
+              "cafd": [prefix_cafd + 0.01 * s + 0.002 * (-1) ** s for s in range(3)]}
+    return {**summary(), "lm": {"strong_lm": {"alpha": "0.1", "low_rank": 2, "acc": {"0.1": acc},
+                                              "prefix": {"0.1": prefix}}}}
+
+
+def test_generative_rows_can_say_no_and_yes():
+    text = "on the generative task"
+    rows = [r for r in claim_rows(lm_summary(), "default") if text in r["claim"]]
+    assert len(rows) == 3 + 1 and {r["reproduced"] for r in rows} == {"yes"}  # HetLoRA, FlexLoRA, zero-padding; prefix
+    no = [r for r in claim_rows(lm_summary(gain=-0.05, prefix_ours=0.5), "default") if text in r["claim"]]
+    assert {r["reproduced"] for r in no} == {"no"}

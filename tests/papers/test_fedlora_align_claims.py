@@ -36,3 +36,26 @@ def test_every_row_can_say_no_and_yes():
         assert row["reproduced"] == "no", row
     for row in yes:
         assert row["reproduced"] == "yes", row
+
+
+def _lm_summary(holds: bool):
+    """The generative variant: two alphas, four methods, mean token accuracy as its score."""
+    s = _summary(holds)["variants"]["topic_sentiment"]
+    methods = ["fedit", "flora", "ideal", "align"]
+    by = {a: {m: s["by_alpha"][a][m] for m in methods} for a in ("0.1", "10.0")}
+    return {"variants": {"data_to_text": {"alphas": ["0.1", "10.0"], "seeds": 3, "methods": methods, "by_alpha": by,
+                                          "score": "mean token accuracy (teacher-forced)"}},
+            "report_alphas": ["0.1", "1.0"]}
+
+
+def test_generative_rows_can_say_no_and_yes():
+    no = claim_rows(_lm_summary(False), "default")
+    yes = claim_rows(_lm_summary(True), "default")
+    # conflict vs heterogeneity, column vs row, ALIGN's conflict; vs FedIT and vs the strongest at 0.1; vs ideal
+    assert len(no) == len(yes) == 3 + 2 + 1
+    assert all("data_to_text" in r["claim"] for r in yes)
+    assert all("mean token accuracy" in r["metric"] for r in yes if "improves" in r["claim"] or "beats" in r["claim"])
+    for row in no:
+        assert row["reproduced"] == "no", row
+    for row in yes:
+        assert row["reproduced"] == "yes", row

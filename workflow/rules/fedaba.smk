@@ -2,16 +2,25 @@
 # train (rank profile x seed: every Dirichlet alpha x every aggregator) -> figures
 FA = "results/fedaba"
 FA_FIGURES = ["accuracy", "accuracy_by_rank", "prefix_stability", "gain_vs_heterogeneity"]
+FB_CFG = config["fedaba"]
+# the generative profiles (task data_to_text) need the lm_assets model unless lm.model names one (paper scale)
+FB_LM = any(FB_CFG["variants"][v].get("task") == "data_to_text" for v in FB_CFG["run_variants"])
+FB_MODEL = [lm_model_file(FB_CFG["lm"]["asset"])] if FB_LM and not FB_CFG["lm"]["model"] else []
+FB_LM_DATA = [FB_CFG["lm"]["dataset_file"]] if FB_LM and FB_CFG["lm"]["dataset_file"] else []
 
 
 use rule neurips26_step as fedaba_train with:
+    input:
+        FB_LM_DATA,
+        model=FB_MODEL,
     output:
         metrics=f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json",
     params:
         step="fedaba train",
-        args=paper_params("fedaba", "alphas", "aggregators", "aggregator_settings", "fed", "data"),
+        args=paper_params("fedaba", "alphas", "aggregators", "aggregator_settings", "fed", "data", "lm"),
         code=code_stamp("fedaba"),
         out=folder_of("output", "metrics"),
+        inputs=cli_inputs(model=folder_of("input", "model")),
     log:
         f"{FA}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:

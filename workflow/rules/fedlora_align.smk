@@ -3,19 +3,27 @@
 # every alpha x method federation on the shared fed_harness) -> figures
 FA = "results/fedlora_align"
 FA_FIGURES = ["conflict_vs_heterogeneity", "conflict_per_round", "accuracy_vs_heterogeneity"]
+FA_CFG = config["fedlora_align"]
+# the generative variants (task data_to_text) need the lm_assets model unless lm.model names one (paper scale)
+FA_LM = any(FA_CFG["variants"][v]["task"] == "data_to_text" for v in FA_CFG["run_variants"])
+FA_MODEL = [lm_model_file(FA_CFG["lm"]["asset"])] if FA_LM and not FA_CFG["lm"]["model"] else []
+FA_LM_DATA = [FA_CFG["lm"]["dataset_file"]] if FA_LM and FA_CFG["lm"]["dataset_file"] else []
 
 
 use rule neurips26_step as fedlora_align_data with:
     input:
         data_paths("fedlora_align", "data_dir"),
+        FA_LM_DATA,
+        model=FA_MODEL,
     output:
         data=f"{FA}/data/{{variant}}/seed{{seed}}/data.safetensors",
         info=f"{FA}/data/{{variant}}/seed{{seed}}/data.json",
     params:
         step="fedlora_align data",
-        args=paper_params("fedlora_align", "data"),
+        args=paper_params("fedlora_align", "data", "lm"),
         code=code_stamp("fedlora_align"),
         out=folder_of("output", "info"),
+        inputs=cli_inputs(model=folder_of("input", "model")),
     log:
         f"{FA}/logs/data/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -30,15 +38,16 @@ use rule neurips26_step as fedlora_align_train with:
     input:
         data=rules.fedlora_align_data.output.data,
         info=rules.fedlora_align_data.output.info,
+        model=FA_MODEL,
     output:
         metrics=f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json",
         timing=f"{FA}/train/{{variant}}/seed{{seed}}/timing.json",
     params:
         step="fedlora_align train",
-        args=paper_params("fedlora_align", "data", "federation", "methods", "align"),
+        args=paper_params("fedlora_align", "data", "federation", "methods", "align", "lm"),
         code=code_stamp("fedlora_align"),
         out=folder_of("output", "metrics"),
-        inputs=cli_inputs(data=folder_of("input", "info")),
+        inputs=cli_inputs(data=folder_of("input", "info"), model=folder_of("input", "model")),
     log:
         f"{FA}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:

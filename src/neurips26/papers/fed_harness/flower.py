@@ -130,6 +130,11 @@ def write_app(app_dir, train, parts, ranks, aggregator: str, settings, classes: 
     the clients bring their own files, see `data-path` in the node config). The result goes to
     `out` (default `app_dir/result.safetensors`). `aggregator_modules`: modules that register
     the aggregator (a paper's `method`). Returns `app_dir`."""
+    from .tasks import Encoded
+
+    if not isinstance(train, Encoded):
+        raise ValueError("the Flower engine runs the classification clients only (the MiniLM [CLS] layer); "
+                         "run a causal-LM federation with simulation.run_federation")
     app_dir = Path(app_dir)
     data_dir = app_dir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,13 @@ state); the server round runs in `on_train_batch_end` after every `local_steps` 
 draw is seeded (minibatch s of client i from Generator([seed, s, i])), so a rerun reproduces
 the run bit for bit. The frozen weights are shared by the clients (a `base_delta` is applied once).
 
+The same engine runs causal-LM clients (`generative`): the data is a `generative.LMSet`, the
+targets are full dotted module names (`q_proj`/`v_proj` of every decoder layer, looked up with
+`get_submodule`), every client is a copy of the base model that shares its frozen parameters
+(one tensor each; a `base_delta` is applied once), the loss is the cross-entropy on the target +
+eos tokens, there is no classifier head to average, and the evaluation is per-class
+teacher-forced exact match (equal to greedy-decoding exact match) and token accuracy.
+
 One client's round outside Lightning is `local_round` (the Flower engine, `flower`): the same
 `minibatch`, `client_loss` and `drift_penalty` as the training step here, so both engines give
 the same factors (bit for bit on CPU, tested).
@@ -35,6 +42,7 @@ from torch.nn import functional as F
 
 from . import aggregators as agg_mod
 from . import subspace
+from . import generative
 from .tasks import Encoded
 
 
@@ -52,23 +60,57 @@ class FedSettings:
 
 @dataclass
 class FedResult:
-    per_class_acc: np.ndarray                 # (clients, classes) test accuracy of each client's final model
+    per_class_acc: np.ndarray                 # (clients, classes) test accuracy (LM: exact match) of each client's final model
     rounds: list[dict] = field(default_factory=list)   # per round and module: conflict scores, mean loss
     B: dict = field(default_factory=dict)     # module -> list of the final dispatched B_i (float64)
     A: dict = field(default_factory=dict)     # module -> list of A_i
     base_delta: dict = field(default_factory=dict)  # module -> accumulated change of the frozen weight
+    per_class_token_acc: np.ndarray | None = None     # LM clients: (clients, classes) mean token accuracy
 
 
 def _lora(module, adapter="default"):
     return module.lora_B[adapter].weight, module.lora_A[adapter].weight
 
 
+def _module(net: nn.Module, name: str) -> nn.Module:
+    """The module `name` of `net`: a full dotted path (LM clients) or a top-level name."""
+    return net.get_submodule(name) if "." in name else getattr(net, name)
+
+
+def has_head(net: nn.Module) -> bool:
+    """A classifier with a head to FedAvg (the LM clients have none)."""
+    return isinstance(getattr(net, "head", None), nn.Linear)
+
+
+def _build_lm_clients(base: nn.Module, ranks: list[int], targets, seed: int) -> list[nn.Module]:
+    from peft import LoraConfig, inject_adapter_in_model
+
+    gen = torch.Generator().manual_seed(int(seed))
+    r_max = max(ranks)
+    A0 = {t: agg_mod.lora_init_A(r_max, _module(base, t).in_features, gen) for t in targets}
+    nets = []
+    for r in ranks:
+        net = copy.deepcopy(base, memo={id(p): p for p in base.parameters()})  # shared frozen weights
+        inject_adapter_in_model(LoraConfig(r=r, lora_alpha=r, lora_dropout=0.0, target_modules=list(targets)), net)
+        with torch.no_grad():
+            for t in targets:
+                Bw, Aw = _lora(_module(net, t))
+                Bw.zero_()
+                Aw.copy_(A0[t][:r])
+        nets.append(net)
+    return nets
+
+
 def build_clients(base: nn.Module, ranks: list[int], targets, seed: int) -> list[nn.Module]:
     """One classifier per client: shares `base`'s frozen modules, its own head (initialised
     from the seed, the same for every client) and a peft LoRA adapter of rank r_i on `targets`
-    (lora_alpha = r_i, so the update is exactly B_i A_i; no dropout)."""
+    (lora_alpha = r_i, so the update is exactly B_i A_i; no dropout). A causal LM (no head)
+    gives one copy per client that shares the base parameters, with the adapter on `targets`
+    (full dotted module names)."""
     from peft import LoraConfig, inject_adapter_in_model
 
+    if not has_head(base):
+        return _build_lm_clients(base, ranks, targets, seed)
     gen = torch.Generator().manual_seed(int(seed))
     bound = 1.0 / base.head.in_features ** 0.5
     head_w = (torch.rand(base.head.weight.shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
@@ -97,8 +139,15 @@ def minibatch(n: int, batch: int, seed: int, step: int, client: int) -> np.ndarr
     return np.sort(rng.choice(n, size=min(batch, n), replace=False))
 
 
+def data_size(data) -> int:
+    return len(data) if isinstance(data, generative.LMSet) else len(data.labels)
+
+
 def client_loss(net: nn.Module, data: Encoded, idx, device=None) -> torch.Tensor:
-    """Cross-entropy of `net` on the rows `idx` of `data` (both engines)."""
+    """Cross-entropy of `net` on the rows `idx` of `data` (both engines; an `LMSet`: on the
+    target + eos tokens)."""
+    if isinstance(data, generative.LMSet):
+        return generative.loss(net, data, idx, device)
     idx = torch.as_tensor(idx).cpu()
     out = net(data.hidden[idx].to(device), data.mask[idx].to(device))
     return F.cross_entropy(out, data.labels[idx].to(device))
@@ -114,7 +163,7 @@ def drift_penalty(net: nn.Module, layers, states: dict, mu: float):
         U = states[t].get("reference_basis")
         if U is None:
             continue
-        B = _lora(getattr(net, t))[0]
+        B = _lora(_module(net, t))[0]
         U = U.to(B.device, B.dtype)
         total = total + 0.5 * mu * (B - U @ (U.T @ B)).pow(2).sum()
     return total
@@ -124,7 +173,7 @@ def trainable(net: nn.Module, layers, opts: dict) -> list:
     """The parameters a client trains: its head and LoRA factors (A frozen under `freeze_A`)."""
     if opts.get("freeze_A"):
         for t in layers:
-            _lora(getattr(net, t))[1].requires_grad_(False)
+            _lora(_module(net, t))[1].requires_grad_(False)
     return [p for p in net.parameters() if p.requires_grad]
 
 
@@ -141,7 +190,7 @@ def local_round(net: nn.Module, data: Encoded, client: int, rnd: int, settings: 
     mu = float(opts.get("drift_mu", 0.0))
     with torch.enable_grad():
         for step in range(rnd * s.local_steps, (rnd + 1) * s.local_steps):
-            idx = minibatch(len(data.labels), s.batch_size, s.seed, step, client)
+            idx = minibatch(data_size(data), s.batch_size, s.seed, step, client)
             loss = client_loss(net, data, idx, device)
             loss_sum += float(loss.detach())
             total = 0.0 + loss + drift_penalty(net, s.targets, states, mu)
@@ -184,7 +233,7 @@ class Engine:
             trainable(net, self.layers, self.opts)  # freeze_A: A stops requiring grad
 
     def _factors(self, i, t):
-        B, A = _lora(getattr(self.nets[i], t))
+        B, A = _lora(_module(self.nets[i], t))
         return B.detach().cpu().double().clone(), A.detach().cpu().double().clone()
 
     # ---- client side
@@ -209,20 +258,20 @@ class Engine:
             state["round"], state["layer"] = rnd, t
             d = self.agg(B, A, list(self.sizes), list(self.ranks), state)
             if d.base_delta is not None:  # the frozen modules are shared: apply once
-                base = getattr(self.nets[0], t).base_layer.weight
+                base = _module(self.nets[0], t).base_layer.weight
                 base.add_(d.base_delta.to(base.device, base.dtype))
                 prev = self.base_delta[t]
                 self.base_delta[t] = d.base_delta.double().clone() if prev is None else prev + d.base_delta.double()
             for i in range(n):
-                Bw, Aw = _lora(getattr(self.nets[i], t))
+                Bw, Aw = _lora(_module(self.nets[i], t))
                 if tuple(d.B[i].shape) != tuple(Bw.shape) or tuple(d.A[i].shape) != tuple(Aw.shape):
                     raise ValueError(f"aggregator '{self.agg.name}' dispatched B {tuple(d.B[i].shape)}, A "
                                      f"{tuple(d.A[i].shape)} to client {i} of rank {self.ranks[i]} in module {t}")
                 Bw.copy_(d.B[i].to(Bw.dtype))
                 Aw.copy_(d.A[i].to(Aw.dtype))
             self.start[t] = [self._factors(i, t) for i in range(n)]
-        # FedAvg of the classifier heads
-        for name in ("weight", "bias"):
+        # FedAvg of the classifier heads (none for LM clients)
+        for name in (("weight", "bias") if has_head(self.nets[0]) else ()):
             avg = agg_mod.weighted_sum([getattr(net.head, name).detach().cpu().double() for net in self.nets], self.p)
             for net in self.nets:
                 getattr(net.head, name).copy_(avg.to(torch.float32))  # copy_ crosses devices
@@ -253,6 +302,9 @@ def _module_class():
             super().__init__()
             self.clients = nn.ModuleList(engine.nets)
             self.engine = engine
+            self.lm = not has_head(engine.nets[0])
+            if self.lm:  # the checkpoint holds the adapters only (the frozen base is rebuilt by the caller)
+                self.strict_loading = False
 
         def training_step(self, batch, _):
             e, data = self.engine, self.engine.train
@@ -279,9 +331,17 @@ def _module_class():
 
         def on_save_checkpoint(self, checkpoint):
             checkpoint["federation"] = self.engine.snapshot()
+            if self.lm:
+                checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if "lora_" in k}
 
         def on_load_checkpoint(self, checkpoint):
             self.engine.restore(checkpoint["federation"])
+            if self.lm:  # the shared base weights take the accumulated base deltas again
+                with torch.no_grad():
+                    for t, delta in self.engine.base_delta.items():
+                        if delta is not None:
+                            w = _module(self.engine.nets[0], t).base_layer.weight
+                            w.add_(delta.to(w.device, w.dtype))
 
     return FederatedModule
 
@@ -307,7 +367,7 @@ def run_federation(base: nn.Module, train: Encoded, test: Encoded, parts, ranks,
 
     if len(parts) != len(ranks):
         raise ValueError(f"{len(parts)} client splits but {len(ranks)} ranks")
-    base = copy.deepcopy(base)  # the frozen weights change under base_delta aggregators
+    base = copy.deepcopy(base)  # the frozen weights change under base_delta aggregators (shared by LM clients)
     nets = build_clients(base, ranks, settings.targets, settings.seed)
     engine = Engine(nets, train, parts, ranks, aggregator, settings)
     steps = settings.rounds * settings.local_steps
@@ -319,9 +379,18 @@ def run_federation(base: nn.Module, train: Encoded, test: Encoded, parts, ranks,
                                          shuffle=False)
     module = _module_class()(engine)
     fit(trainer, module, loader, resume)
-    module.cpu()
-    acc = np.stack([per_class_accuracy(net, test, classes) for net in nets])
-    res = FedResult(acc, engine.records)
+    if isinstance(test, generative.LMSet):  # evaluated where the model trains (a 7B on its GPU)
+        dev = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+        module.to(dev)
+        scores = [generative.evaluate(net, test, device=dev) for net in nets]
+        module.cpu()
+        acc = np.stack([generative.per_class(e, test.label, classes) for e, _ in scores])
+        res = FedResult(acc, engine.records,
+                        per_class_token_acc=np.stack([generative.per_class(t, test.label, classes) for _, t in scores]))
+    else:
+        module.cpu()
+        acc = np.stack([per_class_accuracy(net, test, classes) for net in nets])
+        res = FedResult(acc, engine.records)
     for t in engine.layers:
         res.B[t] = [engine._factors(i, t)[0] for i in range(len(nets))]
         res.A[t] = [engine._factors(i, t)[1] for i in range(len(nets))]

@@ -19,6 +19,10 @@ def check_config(block: dict) -> list[str]:
         alphas = [float(a) for a in v.get("alphas", block.get("alphas", [0.1]))]
         if alpha not in alphas:
             problems.append(f"claims.alpha: {alpha} is not among the alphas of variant '{name}' ({alphas})")
+    for name, v in block.get("variants", {}).items():
+        for agg in v.get("aggregators", []):
+            if agg not in _OURS + ("zero_padding", "flora", "fedit", "ideal"):
+                problems.append(f"variants.{name}.aggregators: unknown '{agg}'")
     aggs = block.get("aggregators", [])
     if "fedaba" not in aggs:
         problems.append("aggregators: must include fedaba (the claims compare it)")

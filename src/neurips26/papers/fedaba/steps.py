@@ -4,6 +4,12 @@ aggregator, one federation each, on the shared federated-LoRA harness) -> figure
 A rank profile (variant) gives the clients' LoRA ranks (cycled over `fed.clients`); a seed draws the
 task's sentences, the Dirichlet splits, the clients' initialisation and minibatches. All aggregators of
 one (profile, alpha, seed) share all of these, so comparisons pair by seed.
+
+A profile with `task: data_to_text` runs the generative task (`fed_harness.generative`) on the
+causal LM of the `lm` section (the lm_assets tiny Llama; any Hugging Face causal LM and a
+Dolly-style JSONL at paper scale), `lm.fed` over `fed`: its `acc` is the mean token accuracy
+(teacher-forced), `exact` the exact match. Its rows and claims are kept apart from the
+classification profiles'.
 """
 
 from __future__ import annotations
@@ -43,6 +49,37 @@ def _sig(x):
     return io.rounded(None if x is None else float(x), DIGITS)
 
 
+def is_lm(variant: dict) -> bool:
+    return variant.get("task") == "data_to_text"
+
+
+def _lm_task(params: dict, inputs: dict, seed: int):
+    """(base model, train, test, classes, targets, report) of the generative task."""
+    from neurips26.papers.fed_harness import generative
+
+    c = params["lm"]
+    source = c.get("model") or (str(inputs["model"]) if inputs.get("model") else "")
+    if not source:
+        raise ValueError("config key 'fedaba.lm.model': empty, and no lm_assets model folder was given (--input model=...)")
+    if c.get("model"):
+        from transformers import AutoConfig
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+        kind = AutoConfig.from_pretrained(c["model"]).model_type
+        if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+            raise ValueError(f"config key 'fedaba.lm.model' ({c['model']}, a {kind} model): the generative clients need a "
+                             "causal LM (llama, qwen2, mistral, ...)")
+    base, tok = generative.load_base(source, key="fedaba.lm.model")
+    report = {}
+    if c.get("dataset_file"):
+        tr, te, classes, report = generative.dolly(tok, c["dataset_file"], c["train"], c["test"], 1000 + seed, c["max_length"],
+                                                   key="fedaba.lm.dataset_file")
+    else:
+        tr, te, classes = generative.data_to_text(tok, c["train"], c["test"], 1000 + seed, c["max_length"])
+    targets = generative.lora_targets(base, c["targets"], key="fedaba.lm.targets")
+    return base, tr, te, classes, targets, report
+
+
 def train(params: dict, inputs: dict, out: Path) -> list[Path]:
     import torch
 
@@ -52,47 +89,59 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
     from . import diagnostics
     from .method import FedAbA
 
-    fed, data, seed = params["fed"], params["data"], int(params["seed"])
-    if data.get("model"):
-        from transformers import AutoConfig
-
-        kind = AutoConfig.from_pretrained(data["model"]).model_type
-        if kind not in ("bert", "roberta", "xlm-roberta"):
-            raise ValueError(
-                f"config key 'fedaba.data.model' ({data['model']}, a {kind} model): the harness's clients train the top "
-                "layer of a BERT-style encoder (bert, roberta); name such an encoder (README: the causal-LM track)")
-    ranks = _client_ranks(params["variant_settings"]["ranks"], fed["clients"])
-    tok, enc = load_minilm(data.get("model") or None, key="fedaba.data.model")
-    torch.manual_seed(seed)
-    if data.get("dataset"):  # a real dataset: <dataset>/train.csv and test.csv (sentence, label)
-        texts, labels, classes, n_tr = tasks.read_csv_task(data["dataset"], data["train"], data["test"], seed=1000 + seed,
-                                                           key="fedaba.data.dataset")
+    fed, data, seed = dict(params["fed"]), params["data"], int(params["seed"])
+    variant = params["variant_settings"]
+    lm = is_lm(variant)
+    report = {}
+    if lm:
+        fed.update(params.get("lm", {}).get("fed", {}))
+        base, train_set, test_set, classes, targets, report = _lm_task(params, inputs, seed)
+        split_labels = train_set.label.numpy()
     else:
-        classes = tasks.TASKS[data["task"]]
-        texts, labels = tasks.generate(data["task"], data["train"] + data["test"], seed=1000 + seed)
-        n_tr = data["train"]
-    train_set = tasks.encode(tok, enc, texts[:n_tr], labels[:n_tr], 1, data["max_length"])
-    test_set = tasks.encode(tok, enc, texts[n_tr:], labels[n_tr:], 1, data["max_length"])
-    base = tasks.CLSLayerClassifier(enc.encoder.layer[-1], classes)
+        if data.get("model"):
+            from transformers import AutoConfig
+
+            kind = AutoConfig.from_pretrained(data["model"]).model_type
+            if kind not in ("bert", "roberta", "xlm-roberta"):
+                raise ValueError(
+                    f"config key 'fedaba.data.model' ({data['model']}, a {kind} model): the classification clients train "
+                    "the top layer of a BERT-style encoder (bert, roberta); a causal LM goes under fedaba.lm.model "
+                    "with a profile of task data_to_text")
+        tok, enc = load_minilm(data.get("model") or None, key="fedaba.data.model")
+        torch.manual_seed(seed)
+        if data.get("dataset"):  # a real dataset: <dataset>/train.csv and test.csv (sentence, label)
+            texts, labels, classes, n_tr = tasks.read_csv_task(data["dataset"], data["train"], data["test"], seed=1000 + seed,
+                                                               key="fedaba.data.dataset")
+        else:
+            classes = tasks.TASKS[data["task"]]
+            texts, labels = tasks.generate(data["task"], data["train"] + data["test"], seed=1000 + seed)
+            n_tr = data["train"]
+        train_set = tasks.encode(tok, enc, texts[:n_tr], labels[:n_tr], 1, data["max_length"])
+        test_set = tasks.encode(tok, enc, texts[n_tr:], labels[n_tr:], 1, data["max_length"])
+        base = tasks.CLSLayerClassifier(enc.encoder.layer[-1], classes)
+        targets = fed["targets"]
+        split_labels = train_set.labels.numpy()
+    ranks = _client_ranks(variant["ranks"], fed["clients"])
     settings = simulation.FedSettings(rounds=fed["rounds"], local_steps=fed["local_steps"], batch_size=fed["batch_size"],
-                                      lr=fed["lr"], targets=tuple(fed["targets"]), seed=seed)
+                                      lr=fed["lr"], targets=tuple(targets), seed=seed)
     low = min(ranks)
     groups = {r: [i for i, x in enumerate(ranks) if x == r] for r in sorted(set(ranks))}
     results, checks = {}, {"svd_rel_err": 0.0, "gauge_rel_err": 0.0}
-    alphas = params["variant_settings"].get("alphas", params["alphas"])
+    alphas = variant.get("alphas", params["alphas"])
+    aggregators = list(variant.get("aggregators") or params["aggregators"])
     for ai, alpha in enumerate(alphas):
         rng = np.random.default_rng([seed, int(round(float(alpha) * 1000)), 7])
-        parts = split.dirichlet_split(train_set.labels.numpy(), fed["clients"], float(alpha), rng,
+        parts = split.dirichlet_split(split_labels, fed["clients"], float(alpha), rng,
                                       min_size=fed["min_client_size"])
         per_agg = {}
-        for name in params["aggregators"]:
+        for name in aggregators:
             rec = diagnostics.Recorder(_aggregator(name, params.get("aggregator_settings", {})))
             # the checkpoint key names the inner aggregator's settings (the wrapper hides them from the engine)
             key = {"paper": "fedaba", "variant": params["variant"], "seed": seed, "alpha": alpha, "agg": name,
                    "agg_settings": params.get("aggregator_settings", {}).get(name, {})}
             res = simulation.run_federation(base, train_set, test_set, parts, ranks, rec, settings,
                                             out / "runs" / f"alpha{alpha}_{name}", key, classes)
-            client_acc = np.nanmean(res.per_class_acc, axis=1)
+            client_acc = np.nanmean(res.per_class_acc if not lm else res.per_class_token_acc, axis=1)
             per_agg[name] = {
                 "acc": _sig(float(client_acc.mean())),
                 "acc_clients": [_sig(x) for x in client_acc],
@@ -101,6 +150,8 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
                 "prefix_low_rounds": [_sig(x) for x in rec.per_round(groups[low])],
                 "final_loss": _sig(res.rounds[-1]["loss"]) if res.rounds else None,
             }
+            if lm:  # acc: mean token accuracy; exact: teacher-forced exact match
+                per_agg[name]["exact"] = _sig(float(np.nanmean(res.per_class_acc, axis=1).mean()))
             tracking.active().log_metrics({f"acc_{name}_a{alpha}": float(client_acc.mean())})
             if name == "fedaba" and ai == 0:  # checks on the real last-round client factors
                 for layer, (B, A, sizes, rk) in rec.last_inputs.items():
@@ -111,8 +162,13 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
                         lambda: FedAbA(**params.get("aggregator_settings", {}).get("fedaba", {})), B, A, sizes, rk))
         results[str(float(alpha))] = per_agg
     metrics = {"variant": params["variant"], "seed": seed, "ranks": ranks, "heterogeneity": heterogeneity(ranks),
-               "alphas": [str(float(a)) for a in alphas], "aggregators": list(params["aggregators"]),
+               "alphas": [str(float(a)) for a in alphas], "aggregators": aggregators,
                "results": results, "checks": {k: _sig(v) for k, v in checks.items()}}
+    if lm:
+        metrics["task"] = "data_to_text"
+        metrics["score"] = "mean token accuracy (teacher-forced)"
+        if report:
+            metrics["data"] = report
     io.write_json(out / "metrics.json", metrics)
     return [out / "metrics.json"]
 
@@ -138,8 +194,10 @@ def _mean(xs):
 
 
 def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
-    variants, seeds = params["run_variants"], params["seeds"]
-    runs = _load(Path(inputs["train"]), variants, seeds)
+    all_variants, seeds = params["run_variants"], params["seeds"]
+    runs = _load(Path(inputs["train"]), all_variants, seeds)
+    lm_variants = [v for v in all_variants if runs[v][0].get("task") == "data_to_text"]
+    variants = [v for v in all_variants if v not in lm_variants]  # the classification profiles
     figdir = out / "figures"
     first = runs[variants[0]][0]
     aggs = first["aggregators"]
@@ -158,20 +216,22 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
         return [math.nan if x is None else x for x in vals]
 
     # accuracy per aggregator, per alpha (strongest heterogeneity)
-    fig, axes = plotting.figure(ncols=len(variants), width=4.6)
+    alphas_of.update({v: runs[v][0]["alphas"] for v in lm_variants})
+    fig, axes = plotting.figure(ncols=len(all_variants), width=4.6)
     axes = axes.ravel()
-    for ax, v in zip(axes, variants):
+    for ax, v in zip(axes, all_variants):
         alphas = alphas_of[v]
         x = np.arange(len(alphas))
-        width = 0.8 / len(aggs)
-        for k, agg in enumerate(aggs):
+        v_aggs = runs[v][0]["aggregators"]
+        width = 0.8 / len(v_aggs)
+        for k, agg in enumerate(v_aggs):
             vals = [series(v, a, agg, "acc") for a in alphas]
             ax.bar(x + k * width, [np.nanmean(s) for s in vals], width, yerr=[np.nanstd(s) for s in vals],
                    color=COLORS.get(agg), label=LABELS.get(agg, agg))
         ax.set_xticks(x + 0.4 - width / 2, [f"alpha={a}" for a in alphas])
-        ax.set_ylabel("mean client test accuracy")
+        ax.set_ylabel(f"mean client {runs[v][0].get('score', 'test accuracy')}")
         ax.set_title(f"{v}: ranks {sorted(set(runs[v][0]['ranks']))}")
-        ax.set_ylim(0, 1.25 * max(0.05, np.nanmax([np.nanmean(series(v, a, g, "acc")) for a in alphas for g in aggs])))
+        ax.set_ylim(0, 1.25 * max(0.05, np.nanmax([np.nanmean(series(v, a, g, "acc")) for a in alphas for g in v_aggs])))
     axes[0].legend(fontsize=6, ncol=2, loc="upper left")
     plotting.save(fig, figdir / "accuracy.png")
 
@@ -242,9 +302,27 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
                 row[f"prefix_distance_rank{min(runs[v][0]['ranks'])}"] = claims.fmt(
                     series(v, a, agg, "prefix_by_rank", min(runs[v][0]["ranks"])))
                 rows.append(row)
-    summary = {"strong": strong, "uniform": uniform, "alpha": claim_alpha, "low_rank": low,
+    lm_rows, lm_summary = [], {}
+    for v in lm_variants:
+        v_aggs, lo_v = runs[v][0]["aggregators"], min(runs[v][0]["ranks"])
+        for a in alphas_of[v]:
+            for agg in v_aggs:
+                row = {"variant": v, "ranks": "/".join(map(str, sorted(set(runs[v][0]["ranks"])))),
+                       "heterogeneity": runs[v][0]["heterogeneity"], "alpha": a, "aggregator": agg,
+                       "accuracy": claims.fmt(series(v, a, agg, "acc")), "exact_match": claims.fmt(series(v, a, agg, "exact"))}
+                for r in sorted(set(runs[v][0]["ranks"])):
+                    row[f"acc_rank{r}"] = claims.fmt(series(v, a, agg, "acc_by_rank", r))
+                row[f"prefix_distance_rank{lo_v}"] = claims.fmt(series(v, a, agg, "prefix_by_rank", lo_v))
+                lm_rows.append(row)
+                key = "zeropad" if agg == "zero_padding" else agg
+                d = lm_summary.setdefault(v, {"low_rank": lo_v, "alpha": claim_alpha if claim_alpha in alphas_of[v]
+                                              else alphas_of[v][0], "acc": {}, "prefix": {}})
+                d["acc"].setdefault(a, {})[key] = series(v, a, agg, "acc")
+                d["prefix"].setdefault(a, {})[key] = series(v, a, agg, "prefix_by_rank", lo_v)
+    rows += lm_rows
+    summary = {"strong": strong, "uniform": uniform, "alpha": claim_alpha, "low_rank": low, "lm": lm_summary,
                "acc": {}, "acc_low": {}, "prefix": {},
-               "checks": {k: max(m["checks"][k] for v in variants for m in runs[v]) for k in first["checks"]}}
+               "checks": {k: max(m["checks"][k] for v in all_variants for m in runs[v]) for k in first["checks"]}}
     for v in variants:
         lo_v = min(runs[v][0]["ranks"])
         for a in alphas_of[v]:

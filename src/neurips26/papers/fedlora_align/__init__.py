@@ -5,7 +5,7 @@ STEPS = ("data", "train", "figures")
 USES = ("fed_harness",)
 
 METHODS = ("fedit", "ffa_lora", "flora", "fedex_lora", "fedsa_lora", "ideal", "align", "align_no_drift")
-TASKS = ("topic", "topic_sentiment", "intent")
+TASKS = ("topic", "topic_sentiment", "intent", "data_to_text")
 
 
 def check_config(block: dict) -> list[str]:
@@ -17,6 +17,9 @@ def check_config(block: dict) -> list[str]:
     for name, v in block.get("variants", {}).items():
         if v.get("task") not in TASKS:
             problems.append(f"variants.{name}.task: unknown task '{v.get('task')}'; known: {', '.join(TASKS)}")
+        for m in v.get("methods", []):
+            if m not in METHODS:
+                problems.append(f"variants.{name}.methods: unknown method '{m}'; known: {', '.join(METHODS)}")
     for m in block.get("methods", []):
         if m not in METHODS:
             problems.append(f"methods: unknown method '{m}'; known: {', '.join(METHODS)}")

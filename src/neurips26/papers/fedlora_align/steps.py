@@ -6,6 +6,13 @@ clients with Dirichlet label skew for every alpha and runs every method's federa
 (the same split, initialisation, minibatches, local steps and optimizer for every method),
 recording test accuracy and, per round and LoRA module, the principal-angle conflict between
 the clients' column spaces and row spaces; `figures` writes the plots, tables and claims.
+
+A variant with task `data_to_text` runs the generative task (`fed_harness.generative`) on the
+causal LM of the `lm` section (the lm_assets tiny Llama, or a Hugging Face causal LM and a
+Dolly-style JSONL at paper scale), with the `lm.federation` settings replacing those of
+`federation`, and the variant's own alphas and methods when given. Its scores: teacher-forced
+exact match (`exact_global`, `exact_local`) and mean token accuracy (`acc_global`,
+`acc_local`, the score its accuracy rows and plots read).
 """
 
 from __future__ import annotations
@@ -42,10 +49,50 @@ def _aggregator(name: str, params: dict):
     return agg.make(name)
 
 
+def lm_source(params, inputs) -> str:
+    """The causal LM's folder or id: `lm.model`, else the lm_assets model folder (rule input)."""
+    lm = params.get("lm", {})
+    if lm.get("model"):
+        return lm["model"]
+    if not inputs.get("model"):
+        raise ValueError("config key 'fedlora_align.lm.model': null, and no lm_assets model folder was given (--input model=...)")
+    return str(inputs["model"])
+
+
+def lm_federation(params: dict, variant: dict) -> dict:
+    """The federation settings of a variant: `federation`, with `lm.federation` over it for the
+    generative task, and the variant's alphas."""
+    f = dict(params["federation"])
+    if variant.get("task") == "data_to_text":
+        f.update(params.get("lm", {}).get("federation", {}))
+    if variant.get("alphas"):
+        f["alphas"] = list(variant["alphas"])
+    return f
+
+
+def _lm_data(params, inputs, out: Path):
+    from neurips26.papers.fed_harness import generative
+
+    seed, c = params["seed"], params["lm"]
+    _, tok = generative.load_base(lm_source(params, inputs), key="fedlora_align.lm.model")
+    info = {}
+    if c.get("dataset_file"):
+        train, test, classes, info = generative.dolly(tok, c["dataset_file"], c["n_train"], c["n_test"], 1000 * (seed + 1) + 7,
+                                                      c["max_length"], key="fedlora_align.lm.dataset_file")
+    else:
+        train, test, classes = generative.data_to_text(tok, c["n_train"], c["n_test"], 1000 * (seed + 1) + 7, c["max_length"])
+    generative.save(out / "data.safetensors", train, test, classes, info)
+    io.write_json(out / "data.json", {"variant": params["variant"], "seed": seed, "task": "data_to_text", "classes": classes,
+                                      "n_train": len(train), "n_test": len(test), **info})
+    return [out / "data.json"]
+
+
 def data(params, inputs, out: Path):
     from neurips26.papers.fed_harness import tasks
 
     v, seed, d = params["variant_settings"], params["seed"], params["data"]
+    if v["task"] == "data_to_text":
+        return _lm_data(params, inputs, out)
     train, test, classes = tasks.prepare(v["task"], d["n_train"], d["n_test"], 1000 * (seed + 1) + 7,
                                          d["max_length"], d.get("encoder_dir"), key="fedlora_align.data.encoder_dir",
                                          data_dir=d.get("data_dir"), data_key="fedlora_align.data.data_dir")
@@ -60,14 +107,28 @@ def train(params, inputs, out: Path):
 
     from neurips26.papers.fed_harness import split, simulation, tasks
 
-    seed, f = params["seed"], params["federation"]
-    train_set, test, classes = tasks.load(inputs["data"] / "data.safetensors")
-    base = tasks.last_layer(params["data"].get("encoder_dir"), classes, key="fedlora_align.data.encoder_dir")
+    from neurips26.papers.fed_harness import generative
+
+    seed, v = params["seed"], params["variant_settings"]
+    f = lm_federation(params, v)
+    methods = list(v.get("methods") or params["methods"])
+    lm = v["task"] == "data_to_text"
+    if lm:
+        base, tok = generative.load_base(lm_source(params, inputs), key="fedlora_align.lm.model")
+        train_set, test, classes = generative.load(inputs["data"] / "data.safetensors", tok)
+        targets = generative.lora_targets(base, params["lm"]["targets"], key="fedlora_align.lm.targets")
+        labels = train_set.label.numpy()
+    else:
+        train_set, test, classes = tasks.load(inputs["data"] / "data.safetensors")
+        base = tasks.last_layer(params["data"].get("encoder_dir"), classes, key="fedlora_align.data.encoder_dir")
+        targets = f["targets"]
+        labels = train_set.labels.numpy()
     settings = simulation.FedSettings(rounds=f["rounds"], local_steps=f["local_steps"], batch_size=f["batch_size"],
-                                      lr=f["lr"], weight_decay=f["weight_decay"], targets=tuple(f["targets"]),
+                                      lr=f["lr"], weight_decay=f["weight_decay"], targets=tuple(targets),
                                       seed=seed, conflict_rank=f["rank"])
-    labels = train_set.labels.numpy()
     metrics = {"variant": params["variant"], "seed": seed, "classes": classes, "alphas": {}}
+    if lm:
+        metrics["score"] = "mean token accuracy (teacher-forced)"
     timing = {}
     for ai, alpha in enumerate(f["alphas"]):
         rng = np.random.default_rng([seed, ai, 11])
@@ -77,7 +138,7 @@ def train(params, inputs, out: Path):
         p = np.asarray(sizes, dtype=float) / sum(sizes)
         entry = {"sizes": sizes, "max_label_share": io.significant(float((p * shares.max(1)).sum()), DIGITS),
                  "methods": {}}
-        for name in params["methods"]:
+        for name in methods:
             t0 = time.perf_counter()
             res = simulation.run_federation(base, train_set, test, parts, [f["rank"]] * f["clients"], _aggregator(name, params),
                                             settings, out, {"variant": params["variant"], "alpha": alpha, "method": name},
@@ -88,8 +149,16 @@ def train(params, inputs, out: Path):
             acc_local = float((p * (shares * np.nan_to_num(acc)).sum(1)).sum())
             rounds = [{k: (io.significant(v, DIGITS) if isinstance(v, float) else v) for k, v in r.items()}
                       for r in res.rounds]
+            if lm:  # acc_*: mean token accuracy; exact_*: teacher-forced exact match
+                exact_global, exact_local = acc_global, acc_local
+                tacc = res.per_class_token_acc
+                acc_global = float((p * np.nanmean(tacc, 1)).sum())
+                acc_local = float((p * (shares * np.nan_to_num(tacc)).sum(1)).sum())
             entry["methods"][name] = {"acc_global": io.significant(acc_global, DIGITS),
                                       "acc_local": io.significant(acc_local, DIGITS), "rounds": rounds}
+            if lm:
+                entry["methods"][name].update(exact_global=io.significant(exact_global, DIGITS),
+                                              exact_local=io.significant(exact_local, DIGITS))
             tracking.active().log_metrics({f"acc_global/{alpha}/{name}": acc_global, f"acc_local/{alpha}/{name}": acc_local})
             print(f"fedlora_align: seed {seed} alpha {alpha} {name}: global accuracy {acc_global:.4f}, "
                   f"local accuracy {acc_local:.4f}", flush=True)
@@ -112,15 +181,21 @@ def conflict(run_method: dict, side: str, rounds=None) -> float:
 
 
 def claims_summary(runs: list[dict], methods: list[str]) -> dict:
-    """Per alpha and method: per-seed accuracies and conflicts (seed order)."""
+    """Per alpha and method: per-seed accuracies and conflicts (seed order); `score` names the
+    accuracy (the generative task: mean token accuracy; its exact match under `exact_global`)."""
     alphas = sorted(runs[0]["alphas"], key=float)
-    out = {"alphas": alphas, "seeds": len(runs), "methods": methods, "by_alpha": {}}
+    methods = [m for m in methods if m in runs[0]["alphas"][alphas[0]]["methods"]]
+    out = {"alphas": alphas, "seeds": len(runs), "methods": methods, "by_alpha": {},
+           "score": runs[0].get("score", "global test accuracy (balanced)")}
     for a in alphas:
         out["by_alpha"][a] = {m: {"acc_global": [r["alphas"][a]["methods"][m]["acc_global"] for r in runs],
                                   "acc_local": [r["alphas"][a]["methods"][m]["acc_local"] for r in runs],
                                   "column": [conflict(r["alphas"][a]["methods"][m], "column") for r in runs],
                                   "row": [conflict(r["alphas"][a]["methods"][m], "row") for r in runs]}
                               for m in methods}
+        for m in methods:
+            if "exact_global" in runs[0]["alphas"][a]["methods"][m]:
+                out["by_alpha"][a][m]["exact_global"] = [r["alphas"][a]["methods"][m]["exact_global"] for r in runs]
     return out
 
 
@@ -134,17 +209,21 @@ def figures(params, inputs, out: Path):
         s = claims_summary(runs[v], methods)
         summary[v] = s
         for a in s["alphas"]:
-            for m in methods:
+            for m in s["methods"]:
                 d = s["by_alpha"][a][m]
-                rows.append({"variant": v, "alpha": a, "method": m, "seeds": len(seeds),
-                             "acc_global": claims.fmt(d["acc_global"]), "acc_local": claims.fmt(d["acc_local"]),
-                             "column_conflict": claims.fmt(d["column"]), "row_conflict": claims.fmt(d["row"])})
+                row = {"variant": v, "alpha": a, "method": m, "seeds": len(seeds),
+                       "acc_global": claims.fmt(d["acc_global"]), "acc_local": claims.fmt(d["acc_local"]),
+                       "column_conflict": claims.fmt(d["column"]), "row_conflict": claims.fmt(d["row"])}
+                if "exact_global" in d:
+                    row["exact_match"] = claims.fmt(d["exact_global"])
+                rows.append(row)
 
     xs_of = lambda s: [float(a) for a in s["alphas"]]  # noqa: E731
     # 1. the diagnostic: column vs row conflict against heterogeneity
-    shown = [m for m in ("ideal", "fedit", "align") if m in methods]
-    fig, axes = plotting.figure(ncols=len(variants) * len(shown), width=4.6, height=3.8)
-    for col, (v, m) in enumerate((v, m) for v in variants for m in shown):
+    shown = {v: [m for m in ("ideal", "fedit", "align") if m in summary[v]["methods"]] for v in variants}
+    panels = [(v, m) for v in variants for m in shown[v]]
+    fig, axes = plotting.figure(ncols=len(panels), width=4.6, height=3.8)
+    for col, (v, m) in enumerate(panels):
         ax, s = axes[0, col], summary[v]
         for side, colour in (("column", "#d62728"), ("row", "#1f77b4")):
             ys = [[s["by_alpha"][a][m][side][k] for a in s["alphas"]] for k in range(len(seeds))]
@@ -158,10 +237,10 @@ def figures(params, inputs, out: Path):
     plotting.save(fig, figdir / "conflict_vs_heterogeneity.png")
 
     # 2. conflict per round and LoRA module at the most and least heterogeneous alpha (ideal aggregation)
-    m = "ideal" if "ideal" in methods else methods[0]
     fig, axes = plotting.figure(ncols=2 * len(variants), width=4.6, height=3.8)
     for vi, v in enumerate(variants):
         s = summary[v]
+        m = "ideal" if "ideal" in s["methods"] else s["methods"][0]
         for ci, a in enumerate((s["alphas"][0], s["alphas"][-1])):
             ax = axes[0, 2 * vi + ci]
             first = runs[v][0]["alphas"][a]["methods"][m]["rounds"]
@@ -184,10 +263,11 @@ def figures(params, inputs, out: Path):
     fig, axes = plotting.figure(ncols=2 * len(variants), width=5.0, height=4.0)
     for vi, v in enumerate(variants):
         s = summary[v]
-        for ci, (key, name) in enumerate((("acc_global", "global test accuracy (balanced)"),
-                                          ("acc_local", "accuracy on each client's label mix"))):
+        score = s["score"]
+        for ci, (key, name) in enumerate((("acc_global", score),
+                                          ("acc_local", f"{score.split(' (')[0]} on each client's label mix"))):
             ax = axes[0, 2 * vi + ci]
-            for m in methods:
+            for m in s["methods"]:
                 ys = [[s["by_alpha"][a][m][key][k] for a in s["alphas"]] for k in range(len(seeds))]
                 plotting.mean_band(ax, xs_of(s), ys, LABELS[m], COLOURS[m])
             ax.set_xscale("log")
