@@ -1,24 +1,24 @@
 # adapad: AdaPaD, adaptive parallel deflation for LoRA (shared harness: lora_harness).
 # mechanism (one job, every seed) | tune (one job per task) -> train (one job per task and seed) -> figures
-AP = "results/adapad"
+APD = "results/adapad"
 AP_CFG = config["adapad"]
-AP_FIGURES = ["deflation_errors", "decay", "advance", "accuracy_size", "ranks"]
+APD_FIGURES = ["deflation_errors", "decay", "advance", "accuracy_size", "ranks"]
 AP_KEYS = ("mechanism", "data", "finetune", "methods", "grid", "adalora", "sequential", "adapad", "compare", "seeds")
 
 
 use rule neurips26_step as adapad_mechanism with:
     output:
-        metrics=f"{AP}/mechanism/metrics.json",
-        timing=f"{AP}/mechanism/timing.json",
+        metrics=f"{APD}/mechanism/metrics.json",
+        timing=f"{APD}/mechanism/timing.json",
     params:
         step="adapad mechanism",
         args=paper_params("adapad", *AP_KEYS),
         code=code_stamp("adapad"),
         out=folder_of("output", "metrics"),
     log:
-        f"{AP}/logs/mechanism.log",
+        f"{APD}/logs/mechanism.log",
     benchmark:
-        f"{AP}/benchmarks/mechanism.tsv"
+        f"{APD}/benchmarks/mechanism.tsv"
     threads: 1
     resources:
         mem_mb=1000,
@@ -27,17 +27,17 @@ use rule neurips26_step as adapad_mechanism with:
 
 use rule neurips26_step as adapad_tune with:
     output:
-        tune=f"{AP}/tune/{{task}}/tune.json",
-        timing=f"{AP}/tune/{{task}}/timing.json",
+        tune=f"{APD}/tune/{{task}}/tune.json",
+        timing=f"{APD}/tune/{{task}}/timing.json",
     params:
         step="adapad tune",
         args=paper_params("adapad", *AP_KEYS, wildcards_in=("task",)),
         code=code_stamp("adapad"),
         out=folder_of("output", "tune"),
     log:
-        f"{AP}/logs/tune/{{task}}.log",
+        f"{APD}/logs/tune/{{task}}.log",
     benchmark:
-        f"{AP}/benchmarks/tune/{{task}}.tsv"
+        f"{APD}/benchmarks/tune/{{task}}.tsv"
     resources:
         **job_resources(AP_CFG["resources"]["mem_mb"], AP_CFG["resources"]["tune_runtime_min"], AP_CFG["resources"]["gpus"],
             training=True),
@@ -45,10 +45,10 @@ use rule neurips26_step as adapad_tune with:
 
 use rule neurips26_step as adapad_train with:
     input:
-        tune=f"{AP}/tune/{{task}}/tune.json",
+        tune=f"{APD}/tune/{{task}}/tune.json",
     output:
-        metrics=f"{AP}/train/{{task}}/seed{{seed}}/metrics.json",
-        timing=f"{AP}/train/{{task}}/seed{{seed}}/timing.json",
+        metrics=f"{APD}/train/{{task}}/seed{{seed}}/metrics.json",
+        timing=f"{APD}/train/{{task}}/seed{{seed}}/timing.json",
     params:
         step="adapad train",
         args=paper_params("adapad", *AP_KEYS, wildcards_in=("task",)),
@@ -56,9 +56,9 @@ use rule neurips26_step as adapad_train with:
         out=folder_of("output", "metrics"),
         inputs=cli_inputs(tune=folder_of("input", "tune")),
     log:
-        f"{AP}/logs/train/{{task}}_seed{{seed}}.log",
+        f"{APD}/logs/train/{{task}}_seed{{seed}}.log",
     benchmark:
-        f"{AP}/benchmarks/train/{{task}}_seed{{seed}}.tsv"
+        f"{APD}/benchmarks/train/{{task}}_seed{{seed}}.tsv"
     resources:
         **job_resources(AP_CFG["resources"]["mem_mb"], AP_CFG["resources"]["train_runtime_min"], AP_CFG["resources"]["gpus"],
             training=True),
@@ -67,9 +67,9 @@ use rule neurips26_step as adapad_train with:
 use rule neurips26_step as adapad_figures with:
     input:
         mechanism=rules.adapad_mechanism.output.metrics,
-        metrics=expand(f"{AP}/train/{{task}}/seed{{seed}}/metrics.json", task=AP_CFG["data"]["tasks"], seed=AP_CFG["seeds"]),
+        metrics=expand(f"{APD}/train/{{task}}/seed{{seed}}/metrics.json", task=AP_CFG["data"]["tasks"], seed=AP_CFG["seeds"]),
     output:
-        **figure_outputs("adapad", AP, AP_FIGURES),
+        **figure_outputs("adapad", APD, APD_FIGURES),
     params:
         step="adapad figures",
         args=paper_params("adapad", *AP_KEYS),
@@ -77,9 +77,9 @@ use rule neurips26_step as adapad_figures with:
         out=folder_of("output", "claims"),
         inputs=cli_inputs(mechanism=folder_of("input", "mechanism"), runs=folder_of("input", "metrics", up=3)),
     log:
-        f"{AP}/logs/figures.log",
+        f"{APD}/logs/figures.log",
     benchmark:
-        f"{AP}/benchmarks/figures.tsv"
+        f"{APD}/benchmarks/figures.tsv"
     threads: 1
     resources:
         mem_mb=1000,

@@ -1,7 +1,7 @@
 # fedaba: FedAbA, basis-consistent federated LoRA with heterogeneous ranks.
 # train (rank profile x seed: every Dirichlet alpha x every aggregator) -> figures
-FA = "results/fedaba"
-FA_FIGURES = ["accuracy", "accuracy_by_rank", "prefix_stability", "gain_vs_heterogeneity"]
+FB = "results/fedaba"
+FB_FIGURES = ["accuracy", "accuracy_by_rank", "prefix_stability", "gain_vs_heterogeneity"]
 FB_CFG = config["fedaba"]
 # the generative profiles (task data_to_text) need the lm_assets model unless lm.model names one (paper scale)
 FB_LM = any(FB_CFG["variants"][v].get("task") == "data_to_text" for v in FB_CFG["run_variants"])
@@ -14,7 +14,7 @@ use rule neurips26_step as fedaba_train with:
         FB_LM_DATA,
         model=FB_MODEL,
     output:
-        metrics=f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json",
+        metrics=f"{FB}/train/{{variant}}/seed{{seed}}/metrics.json",
     params:
         step="fedaba train",
         args=paper_params("fedaba", "alphas", "aggregators", "aggregator_settings", "fed", "data", "lm"),
@@ -22,10 +22,9 @@ use rule neurips26_step as fedaba_train with:
         out=folder_of("output", "metrics"),
         inputs=cli_inputs(model=folder_of("input", "model")),
     log:
-        f"{FA}/logs/train/{{variant}}_seed{{seed}}.log",
+        f"{FB}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
-        f"{FA}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
+        f"{FB}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
     resources:
         **job_resources(
             config["fedaba"]["resources"]["train_mem_mb"],
@@ -37,14 +36,9 @@ use rule neurips26_step as fedaba_train with:
 
 use rule neurips26_step as fedaba_figures with:
     input:
-        metrics=grid("fedaba", f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json"),
+        metrics=grid("fedaba", f"{FB}/train/{{variant}}/seed{{seed}}/metrics.json"),
     output:
-        figures=[
-            report(f"{FA}/figures/{name}.png", caption=f"../report/fedaba_{name}.rst", category="fedaba")
-            for name in FA_FIGURES
-        ],
-        summary=f"{FA}/summary.csv",
-        claims=f"{FA}/claims.csv",
+        **figure_outputs("fedaba", FB, FB_FIGURES),
     params:
         step="fedaba figures",
         args=paper_params(
@@ -57,9 +51,9 @@ use rule neurips26_step as fedaba_figures with:
         out=folder_of("output", "claims"),
         inputs=cli_inputs(train=folder_of("input", "metrics", up=3)),
     log:
-        f"{FA}/logs/figures.log",
+        f"{FB}/logs/figures.log",
     benchmark:
-        f"{FA}/benchmarks/figures.tsv"
+        f"{FB}/benchmarks/figures.tsv"
     threads: 1
     resources:
         mem_mb=2000,

@@ -28,7 +28,6 @@ use rule neurips26_step as fedlora_align_data with:
         f"{FA}/logs/data/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{FA}/benchmarks/data/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         mem_mb=3000,
         runtime=20,
@@ -52,7 +51,6 @@ use rule neurips26_step as fedlora_align_train with:
         f"{FA}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:
         f"{FA}/benchmarks/train/{{variant}}_seed{{seed}}.tsv"
-    threads: THREADS
     resources:
         **job_resources(
             config["fedlora_align"]["resources"]["train_mem_mb"],
@@ -66,12 +64,7 @@ use rule neurips26_step as fedlora_align_figures with:
     input:
         metrics=grid("fedlora_align", f"{FA}/train/{{variant}}/seed{{seed}}/metrics.json"),
     output:
-        figures=[
-            report(f"{FA}/figures/{name}.png", caption=f"../report/fedlora_align_{name}.rst", category="fedlora_align")
-            for name in FA_FIGURES
-        ],
-        summary=f"{FA}/summary.csv",
-        claims=f"{FA}/claims.csv",
+        **figure_outputs("fedlora_align", FA, FA_FIGURES),
     params:
         step="fedlora_align figures",
         args=paper_params(
