@@ -10,23 +10,12 @@ from torch.nn import functional as F
 
 from neurips26.papers.fed_harness import aggregators as agg
 from neurips26.papers.fed_harness import generative, simulation, split
+from tiny_llama import tiny_llama
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from neurips26.core import lm
-
-    rng = np.random.default_rng(0)
-    syll = ["ka", "lo", "mi", "nu", "pe", "ro", "sa", "ti", "vu", "ze"]
-    words = sorted({"".join(rng.choice(syll, size=3)) for _ in range(120)})
-    texts = [" ".join(rng.choice(words, size=8)) for _ in range(600)]
-    folder = tmp_path_factory.mktemp("tok")
-    lm.train_tokenizer(texts, vocab_size=300, out=folder)
-    tok = lm.load_tokenizer(folder)
-    torch.manual_seed(0)
-    model = lm.build_model("llama", len(tok), 32, 2, 2, 64, 128, tokenizer=tok)
-    for p in model.parameters():
-        p.requires_grad_(False)
+    tok, model = tiny_llama(tmp_path_factory.mktemp("tok"))
     model.eval()
     return tok, model
 

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from neurips26.papers.lora_harness import memory, models, tasks, train
+from tiny_llama import tiny_llama
 
 
 def test_tracker_peak_is_the_largest_live_sum():
@@ -89,19 +90,7 @@ def test_lora_linear_is_w0_plus_scaled_ba():
 
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
-    from neurips26.core import lm
-
-    rng = np.random.default_rng(0)
-    syll = ["ka", "lo", "mi", "nu", "pe", "ro", "sa", "ti", "vu", "ze"]
-    words = sorted({"".join(rng.choice(syll, size=3)) for _ in range(120)})
-    texts = [" ".join(rng.choice(words, size=8)) for _ in range(600)]
-    folder = tmp_path_factory.mktemp("tok")
-    lm.train_tokenizer(texts, vocab_size=300, out=folder)
-    tok = lm.load_tokenizer(folder)
-    torch.manual_seed(0)
-    model = lm.build_model("llama", len(tok), 32, 2, 2, 64, 128, tokenizer=tok)
-    for p in model.parameters():
-        p.requires_grad_(False)
+    tok, model = tiny_llama(tmp_path_factory.mktemp("tok"))
     return tok, model
 
 

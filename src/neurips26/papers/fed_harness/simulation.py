@@ -82,50 +82,35 @@ def has_head(net: nn.Module) -> bool:
     return isinstance(getattr(net, "head", None), nn.Linear)
 
 
-def _build_lm_clients(base: nn.Module, ranks: list[int], targets, seed: int) -> list[nn.Module]:
+def build_clients(base: nn.Module, ranks: list[int], targets, seed: int) -> list[nn.Module]:
+    """One model per client with a peft LoRA adapter of rank r_i on `targets` (lora_alpha = r_i,
+    so the update is exactly B_i A_i; no dropout; B = 0 and the rank-r_i prefix of one shared A).
+    A classifier shares `base`'s frozen modules and gets its own head (initialised from the
+    seed, the same for every client); a causal LM (no head) is copied per client sharing the
+    base parameters, with `targets` as full dotted module names."""
     from peft import LoraConfig, inject_adapter_in_model
 
+    head = has_head(base)
     gen = torch.Generator().manual_seed(int(seed))
+    if head:
+        bound = 1.0 / base.head.in_features ** 0.5
+        head_w = (torch.rand(base.head.weight.shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+        head_b = torch.zeros(base.head.out_features, dtype=torch.float64)
     r_max = max(ranks)
     A0 = {t: agg_mod.lora_init_A(r_max, _module(base, t).in_features, gen) for t in targets}
     nets = []
     for r in ranks:
-        net = copy.deepcopy(base, memo={id(p): p for p in base.parameters()})  # shared frozen weights
+        if head:
+            net = type(base)(shared=base)
+        else:
+            net = copy.deepcopy(base, memo={id(p): p for p in base.parameters()})  # shared frozen weights
         inject_adapter_in_model(LoraConfig(r=r, lora_alpha=r, lora_dropout=0.0, target_modules=list(targets)), net)
         with torch.no_grad():
+            if head:
+                net.head.weight.copy_(head_w)
+                net.head.bias.copy_(head_b)
             for t in targets:
                 Bw, Aw = _lora(_module(net, t))
-                Bw.zero_()
-                Aw.copy_(A0[t][:r])
-        nets.append(net)
-    return nets
-
-
-def build_clients(base: nn.Module, ranks: list[int], targets, seed: int) -> list[nn.Module]:
-    """One classifier per client: shares `base`'s frozen modules, its own head (initialised
-    from the seed, the same for every client) and a peft LoRA adapter of rank r_i on `targets`
-    (lora_alpha = r_i, so the update is exactly B_i A_i; no dropout). A causal LM (no head)
-    gives one copy per client that shares the base parameters, with the adapter on `targets`
-    (full dotted module names)."""
-    from peft import LoraConfig, inject_adapter_in_model
-
-    if not has_head(base):
-        return _build_lm_clients(base, ranks, targets, seed)
-    gen = torch.Generator().manual_seed(int(seed))
-    bound = 1.0 / base.head.in_features ** 0.5
-    head_w = (torch.rand(base.head.weight.shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
-    head_b = torch.zeros(base.head.out_features, dtype=torch.float64)
-    r_max = max(ranks)
-    A0 = {t: agg_mod.lora_init_A(r_max, getattr(base, t).in_features, gen) for t in targets}
-    nets = []
-    for r in ranks:
-        net = type(base)(shared=base)
-        inject_adapter_in_model(LoraConfig(r=r, lora_alpha=r, lora_dropout=0.0, target_modules=list(targets)), net)
-        with torch.no_grad():
-            net.head.weight.copy_(head_w)
-            net.head.bias.copy_(head_b)
-            for t in targets:
-                Bw, Aw = _lora(getattr(net, t))
                 Bw.zero_()
                 Aw.copy_(A0[t][:r])
         nets.append(net)
