@@ -1,7 +1,7 @@
 """Where the time of a finished DAG run went: job time per paper and rule, time inside the steps
 against start-up, and the critical path.
 
-    python benchmarks/dag_profile.py [--configfile config/smoke.yaml] [--markdown]
+    python benchmarks/dag_profile.py [--configfile config/smoke.yaml] [--workdir DIR] [--markdown]
 
 Reads every job's `benchmark:` file (wall seconds `s`, CPU seconds `cpu_time`) and its `log:` (the CLI's closing line
 "done in X s" is the time inside the step; the rest of the job is interpreter start-up and
@@ -39,15 +39,15 @@ def _glob(pattern: str) -> str:
     return re.sub(r"\{[^{}]+\}", "*", pattern)
 
 
-def workflow_rules(configfiles: list[str]) -> dict[str, tuple[str | None, str | None]]:
+def workflow_rules(configfiles: list[str], root: Path = ROOT) -> dict[str, tuple[str | None, str | None]]:
     """rule -> (benchmark pattern, log pattern)."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
 
-    files = [ROOT / "config" / "config.yaml", *(Path(c) for c in configfiles)]
+    files = [root / "config" / "config.yaml", *(root / c for c in configfiles)]
     with SnakemakeApi(OutputSettings()) as api:
         wf = api.workflow(resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(configfiles=files),
-                          snakefile=ROOT / "Snakefile", workdir=ROOT)
+                          snakefile=root / "Snakefile", workdir=root)
         rules = {}
         for rule in wf._workflow.rules:
             log = rule.log[0] if rule.log else None
@@ -55,24 +55,24 @@ def workflow_rules(configfiles: list[str]) -> dict[str, tuple[str | None, str | 
         return rules
 
 
-def rule_edges(configfiles: list[str]) -> set[tuple[str, str]]:
+def rule_edges(configfiles: list[str], root: Path = ROOT) -> set[tuple[str, str]]:
     args = [str(Path(sys.executable).parent / "snakemake"), "--forceall", "--d3dag", "--cores", "1"]
     for c in configfiles:
         args += ["--configfile", c]
-    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True)
+    proc = subprocess.run(args, cwd=root, capture_output=True, text=True, check=True)
     graph = json.loads(proc.stdout[proc.stdout.index("{"):])
     rule_of = {n["id"]: n["value"]["rule"] for n in graph["nodes"]}
     return {(rule_of[e["u"]], rule_of[e["v"]]) for e in graph["edges"]}
 
 
-def jobs(rules: dict) -> list[dict]:
+def jobs(rules: dict, root: Path = ROOT) -> list[dict]:
     out = []
     for rule, (bench, log) in rules.items():
         if not bench:
             continue
         regex = _pattern_regex(bench)
-        for path in sorted(ROOT.glob(_glob(bench))):
-            m = regex.search(str(path.relative_to(ROOT)))
+        for path in sorted(root.glob(_glob(bench))):
+            m = regex.search(str(path.relative_to(root)))
             if not m:
                 continue
             lines = path.read_text().splitlines()
@@ -82,7 +82,7 @@ def jobs(rules: dict) -> list[dict]:
             seconds = float(row["s"])
             step = float("nan")
             if log:
-                log_path = ROOT / re.sub(r"\{([^{},]+)(,[^{}]*)?\}", lambda w: m.group(w.group(1).strip()), log)
+                log_path = root / re.sub(r"\{([^{},]+)(,[^{}]*)?\}", lambda w: m.group(w.group(1).strip()), log)
                 found = DONE.findall(log_path.read_text()) if log_path.exists() else []
                 step = float(found[-1]) if found else float("nan")
             out.append({"rule": rule, "wildcards": m.groupdict(), "seconds": seconds, "step": step,
@@ -116,14 +116,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configfile", action="append", default=[], help="the configs of the run (on top of config/config.yaml)")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=ROOT,
+                        help="the folder the run ran in (a copy of the workflow; default: this checkout)")
     parser.add_argument("--markdown", action="store_true", help="print the README's timing table only")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT / "src"))
     from neurips26.papers import SHARED, available
 
-    rules = workflow_rules(args.configfile)
-    found = jobs(rules)
+    root = args.workdir.resolve()
+    rules = workflow_rules(args.configfile, root)
+    found = jobs(rules, root)
     if not found:
         raise SystemExit("dag_profile: no benchmark files under results/: run the DAG first")
     papers = [*available(), *SHARED]
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         per_rule[j["rule"]]["max"] = max(per_rule[j["rule"]]["max"], j["seconds"])
     total = sum(v["seconds"] for v in per_paper.values())
     total_step = sum(v["step"] for v in per_paper.values())
-    length, path = critical_path(rule_edges(args.configfile), {r: v["max"] for r, v in per_rule.items()})
+    length, path = critical_path(rule_edges(args.configfile, root), {r: v["max"] for r, v in per_rule.items()})
     bound = max(length, total / args.cores)
 
     total_cpu = sum(v["cpu"] for v in per_paper.values())

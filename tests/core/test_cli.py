@@ -38,3 +38,17 @@ def test_cli_start_up_imports_no_heavy_library():
             "print(','.join(m for m in ('torch', 'lightning', 'mlflow', 'transformers', 'dcor') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "", f"imported at start-up: {proc.stdout}"
+
+
+def test_no_steps_module_imports_torch_or_lightning():
+    """A job's start-up imports its paper's steps module; torch (about 2 s here) and Lightning
+    come in only inside the steps that use them, so a figures step does not pay for them."""
+    code = ("import sys\nfrom neurips26.papers import SHARED, available, steps_module\n"
+            "for paper in [*available(), *SHARED]:\n"
+            "    steps_module(paper)\n"
+            "    heavy = [m for m in ('torch', 'lightning', 'transformers', 'mlflow') if m in sys.modules]\n"
+            "    print(paper, ','.join(heavy) or '-')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    rows = dict(line.split() for line in proc.stdout.splitlines())
+    assert len(rows) >= 19, proc.stdout
+    assert {p: h for p, h in rows.items() if h != "-"} == {}, proc.stdout

@@ -7,16 +7,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from neurips26.core import claims, io, plotting, tracking
 
-from . import baselines as B
 from . import claims as paper_claims
 from . import data as D
-from . import generators as G
-from . import method as M
-from .sampling import sample
 
 CURVES = ("ours", "nacll", "nacll_r", "naive")
 
@@ -32,6 +27,8 @@ def _sectors(d: int, sector: int) -> list[int]:
 
 
 def _bench_case(d: int, sector: int, theta0: float, rng) -> tuple[M.Node, dict, list[int], list[float]]:
+    from . import method as M
+
     sizes = _sectors(d, sector)
     thetas = [theta0 + 0.5 + 0.25 * (s % 4) for s in range(len(sizes))]
     root = M.two_level("clayton", sizes, theta0, thetas)
@@ -55,6 +52,11 @@ def measure_speed(cfg: dict, on_dim=None) -> tuple[dict, dict]:
     products) / naive autograd for each d, and the largest log-density disagreement between
     them; `timing["ours_repeats"]` keeps every repeat of ours (the points of the scaling fit).
     `on_dim(d, timing)` is called per d."""
+    import torch
+
+    from . import baselines as B
+    from . import method as M
+
     rng = np.random.default_rng(int(cfg["seed"]))
     theta0, sector = float(cfg["theta0"]), int(cfg["sector_size"])
     r_dims = cfg["nacll_r_dims"]
@@ -107,6 +109,10 @@ def scaling_series(cfg: dict, rng, timing: dict, on_dim=None) -> None:
     `scaling_dims`: the points of the scaling fit (every repeat kept). The cost is the process's
     CPU time (`time.process_time`), which other jobs on a shared machine inflate far less than
     wall time; the wall time is kept beside it."""
+    import torch
+
+    from . import method as M
+
     rows = int(cfg["scaling_rows"])
     timing["scaling"], timing["scaling_repeats"], timing["scaling_wall"] = {}, {}, {}
     for d in cfg["scaling_dims"]:
@@ -134,6 +140,11 @@ def _unequal_case(d: int, sector: int, theta0: float) -> tuple[list[int], list[f
 def precision_check(cfg: dict, rng, metrics: dict) -> None:
     """Log-densities at d = precision_dim (two-level Clayton, every sector its own theta) against
     the `precision_digits`-digit mpmath evaluation of the closed-form Faa di Bruno sum."""
+    import torch
+
+    from . import baselines as B
+    from . import method as M
+
     d, theta0 = int(cfg["precision_dim"]), float(cfg["theta0"])
     sizes, thetas = _unequal_case(d, int(cfg["sector_size"]), theta0)
     root = M.two_level("clayton", sizes, theta0, thetas)
@@ -148,6 +159,10 @@ def precision_check(cfg: dict, rng, metrics: dict) -> None:
 
 
 def _grad_case(d: int, cfg: dict):
+    import torch
+
+    from . import method as M
+
     sizes, thetas = _unequal_case(d, int(cfg["sector_size"]), float(cfg["theta0"]))
     root = M.two_level("clayton", sizes, float(cfg["theta0"]), thetas)
     params = {id(n): torch.tensor(float(n.theta), dtype=torch.float64, requires_grad=True) for n in root.nodes()}
@@ -158,6 +173,11 @@ def gradient_check(cfg: dict, rng, timing: dict, metrics: dict) -> None:
     """Gradient of the summed log-likelihood in every theta: time per density of ours (autograd
     through the Taylor-mode density) at `grad_dims`; at `naive_dims` also autograd through the naive
     nested mixed partial, its time and the largest relative gradient difference."""
+    import torch
+
+    from . import baselines as B
+    from . import method as M
+
     timing["grad_ours"], timing["grad_naive"] = {}, {}
     metrics["grad_max_rel_diff_vs_naive"] = 0.0
     for d in sorted(set(cfg["grad_dims"]) | set(cfg["naive_dims"])):
@@ -218,11 +238,18 @@ def _sim_tree(cfg) -> dict:
 
 
 def _node_taus(root: M.Node, thetas: dict[str, float]) -> dict[str, float]:
+    from . import generators as G
+
     return {n.name: G.make(n.family, thetas[n.name]).tau() for n in root.nodes()}
 
 
 def simulate(params, inputs, out: Path):
     """Censored MLE on simulated nested data vs ignoring censoring vs a flat copula."""
+    import torch
+
+    from . import method as M
+    from .sampling import sample
+
     cfg, seed = params["simulate"], int(params["seed"])
     rng = np.random.default_rng(1000 + seed)
     spec = _sim_tree(cfg)
@@ -264,6 +291,10 @@ def simulate(params, inputs, out: Path):
 # ---------------------------------------------------------------- stocks
 def stocks(params, inputs, out: Path):
     """Hierarchical (sector-nested) vs flat copulas of daily stock returns, by LL and AIC."""
+    import torch
+
+    from . import method as M
+
     cfg = params["stocks"]
     if cfg["source"] == "smi":
         returns, tickers, sectors = D.smi_returns()
@@ -298,6 +329,11 @@ def stocks(params, inputs, out: Path):
 # ---------------------------------------------------------------- survival
 def survival(params, inputs, out: Path):
     """Family-agnostic censored MLE: every family in the config on one censored data set."""
+    import torch
+
+    from . import generators as G
+    from . import method as M
+
     cfg = params["survival"]
     if cfg["source"] == "recur":
         times, events, names = D.recur_clusters(int(cfg["recur_gaps"]))

@@ -19,7 +19,6 @@ import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
 
-from . import runner
 from .claims import claim_rows
 
 P = "adaprelora"
@@ -49,12 +48,16 @@ def _task_of(params: dict) -> str:
 
 
 def _score(res: dict, task: str) -> float:
+    from . import runner
+
     v = res.get(runner.primary_metric(task))
     return -math.inf if v is None or not math.isfinite(v) else float(v)
 
 
 # ---------------------------------------------------------------- tune
 def tune(params, inputs, out: Path):
+    from . import runner
+
     import torch
 
     task, seed, started = _task_of(params), params["tune"]["seed"], time.perf_counter()
@@ -79,6 +82,8 @@ def tune(params, inputs, out: Path):
 
 # ---------------------------------------------------------------- train
 def train(params, inputs, out: Path):
+    from . import runner
+
     import torch
 
     task, seed, started = _task_of(params), params["seed"], time.perf_counter()

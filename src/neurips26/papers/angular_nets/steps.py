@@ -13,8 +13,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from neurips26.core import claims, io, plotting, tracking
 from neurips26.core.seeding import generator
@@ -47,6 +45,8 @@ def data_seed(d: dict, seed: int) -> int:
 
 def load_data(source: str, d: dict) -> tuple[torch.utils.data.Dataset, tuple, dict]:
     """(train dataset, test tensors, info) for one data source; `d["seed"]` seeds the generators."""
+    import torch
+
     from . import data as D
 
     T = torch.utils.data.TensorDataset
@@ -108,6 +108,8 @@ def resample_rounds(steps: int, every: float, until: float) -> dict[int, int]:
 
 
 def classifier_module(model, t: dict, tag: str, lr: float | None = None, resample: dict | None = None):
+    import torch
+    import torch.nn.functional as F
     import lightning as L
 
     from .angular import _AngularBase
@@ -162,17 +164,19 @@ def classifier_module(model, t: dict, tag: str, lr: float | None = None, resampl
     return Classifier()
 
 
-@torch.no_grad()
 def correct_per_example(model, test: tuple, batch_size: int = 500) -> list[int]:
     """1 where the model classifies a test example right, else 0, on the GPU when there is one
     (the model is left on the CPU afterwards)."""
+    import torch
+
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.eval().to(device)
     *inputs, y = test
     correct: list[int] = []
-    for i in range(0, len(y), batch_size):
-        out = model(*[t[i:i + batch_size].to(device) for t in inputs])
-        correct += (out.argmax(1).cpu() == y[i:i + batch_size]).int().tolist()
+    with torch.no_grad():
+        for i in range(0, len(y), batch_size):
+            out = model(*[t[i:i + batch_size].to(device) for t in inputs])
+            correct += (out.argmax(1).cpu() == y[i:i + batch_size]).int().tolist()
     model.cpu()
     return correct
 
@@ -189,6 +193,8 @@ def method_spec(name: str, settings: dict, angular: dict, seed: int, nu: float |
 
 
 def train_one(name, spec, backbone, params, train_set, test, info, out: Path, lr: float | None = None) -> dict:
+    import torch
+
     from .models import ANGULAR, build
     from .storage import storage_bytes
 
@@ -226,6 +232,8 @@ def tune(params, inputs, out: Path):
     """The learning-rate grid `tune.lrs` for every method of one experiment, each trained as in
     `train` on the training set less its last `tune.validation_share` and scored on that held-out
     part (never on the test set); metrics.json names each method's best rate."""
+    import torch
+
     v, tcfg = params["variant_settings"], params["tune"]
     params = {**params, "seed": tcfg["seed"]}
     train_set, _, info = load_data(v["data"], {**params["data"], "seed": data_seed(params["data"], tcfg["seed"])})
@@ -291,6 +299,8 @@ def train(params, inputs, out: Path):
 # ---------------------------------------------------------------- planted model
 def planted(params, inputs, out: Path):
     """Recovery of a planted binary target by G-gradient training, against n and the gradient norm."""
+    import torch
+
     from .planted import PlantedTrials, lightning_module
 
     p = params["planted"]

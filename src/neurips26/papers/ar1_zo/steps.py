@@ -15,12 +15,8 @@ import json
 import time
 from pathlib import Path
 
-import torch
-
 from neurips26.core import claims, io, lm, plotting, tracking
-from neurips26.papers.zo_harness import tasks
 
-from . import cells, runner
 from .claims import claim_rows
 
 P = "ar1_zo"
@@ -30,6 +26,8 @@ DIGITS = 6
 def _encoder(params: dict):
     """(tokenizer, model): the packaged MiniLM (or model.encoder), or with model.kind 'causal' the
     causal LM model.encoder names (a Hugging Face id or folder: OPT, Qwen3 at paper scale)."""
+    import torch
+
     m = params["model"]
     if m.get("kind", "encoder") == "causal":
         if not m.get("encoder"):
@@ -46,6 +44,8 @@ def _encoder(params: dict):
 def _data(params: dict, seed: int, splits=("train", "val", "test")) -> dict:
     """The generated sentiment splits of `seed`, or the splits of a real set under data.path
     (<split>.jsonl with 'text' and 'label'; paper scale: SST-2 and the other MeZO tasks)."""
+    from neurips26.papers.zo_harness import tasks
+
     d = params["data"]
     if d.get("path"):
         out = {}
@@ -72,6 +72,8 @@ def _round(obj):
 
 
 def _run(setup, params, method: str, rank: int, lr: float, eps: float, seed: int, label: str) -> dict:
+    from . import runner
+
     b = params["budget"]
 
     def progress(step, loss):
@@ -83,6 +85,8 @@ def _run(setup, params, method: str, rank: int, lr: float, eps: float, seed: int
 
 # ---------------------------------------------------------------- mechanism
 def mechanism(params, inputs, out: Path):
+    from . import runner
+
     m, started = params["mechanism"], time.perf_counter()
     tok, enc = _encoder(params)
     results = {}
@@ -102,6 +106,8 @@ def mechanism(params, inputs, out: Path):
 
 # ---------------------------------------------------------------- tune
 def tune(params, inputs, out: Path):
+    from . import cells, runner
+
     seed, started = params["tune"]["seed"], time.perf_counter()
     tok, enc = _encoder(params)
     setup = runner.Setup(tok, enc, _data(params, seed, splits=("train", "val")), params["model"])
@@ -125,6 +131,8 @@ def tune(params, inputs, out: Path):
 
 # ---------------------------------------------------------------- train
 def train(params, inputs, out: Path):
+    from . import cells, runner
+
     seed, started = params["seed"], time.perf_counter()
     chosen = io.read_json(Path(inputs["tune"]) / "tune.json")["chosen"]
     tok, enc = _encoder(params)

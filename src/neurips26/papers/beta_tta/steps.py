@@ -18,20 +18,19 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from neurips26.core import claims, io, plotting, tracking
 
-from . import baselines, corruptions, models
 from .api import BlackBoxAPI
 from .claims import claim_rows
-from .method import Beta
 
 CLASSES = 10  # the shapes set of the vision kind; the released kinds take theirs from the data
 RELEASED = ("imagenet_c", "clip")
 
 
 def _data(d: dict, n: int, seed: int):
+    import torch
+
     from neurips26.data.images import shapes
 
     x, y = shapes(n, d["image_size"], seed)
@@ -45,6 +44,10 @@ def _seeds(seed: int) -> dict:
 
 def train(params, inputs, out: Path):
     """Source model (behind the API) and steering model (client side), each on its own clean draw."""
+    import torch
+
+    from . import models
+
     v, seed = params["variant_settings"], params["seed"]
     if v["kind"] in RELEASED:
         return _train_released(params, out)
@@ -79,6 +82,8 @@ def _key(params: dict) -> str:
 
 
 def _device() -> str:
+    import torch
+
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -101,6 +106,8 @@ def _train_released(params, out: Path):
 
 
 def _load(v: dict, name: str, src: Path) -> models.ViT:
+    from . import models
+
     net = models.build(v[name], v["data"]["image_size"], CLASSES)
     net.load_state_dict(io.load_tensors(src / f"{name}.safetensors"))
     return net.eval()
@@ -129,6 +136,11 @@ def _api(source, a: dict) -> BlackBoxAPI:
 
 def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed: int, classes: int = CLASSES) -> dict:
     """One method over the stream x (already in stream order), from a fresh start."""
+    import torch
+
+    from . import baselines
+    from .method import Beta
+
     bs, a = params["shift"]["batch_size"], params["api"]
     api = _api(source, a)
     preds, evaluations = [], 0
@@ -199,6 +211,10 @@ def _write(out: Path, params: dict, names: list[str], src: Path, cells: dict, ti
 
 
 def adapt(params, inputs, out: Path):
+    import torch
+
+    from . import corruptions
+
     v, seed = params["variant_settings"], params["seed"]
     if v["kind"] in RELEASED:
         return _adapt_released(params, inputs, out)

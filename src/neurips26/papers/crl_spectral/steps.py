@@ -18,7 +18,6 @@ from neurips26.core import claims, io, plotting, tracking
 
 from . import pmi as P
 from .claims import TAIL_CONSTANT_MAX, claim_rows
-from .method import fit_tables, log_score, spectral_closed_form
 from .retrieval import infonce_excess_risk, retrieval_error, tsybakov_exponent
 
 PAPER = "crl_spectral"
@@ -45,6 +44,8 @@ def _measure(joint: P.DiscreteJoint, pmi_estimate: np.ndarray, ranking: np.ndarr
 
 
 def _train_discrete(d: dict, seed: int) -> dict:
+    from .method import fit_tables, log_score, spectral_closed_form
+
     out = {}
     for kernel_index, kernel in enumerate(d["kernels"]):
         name = _kernel_name(kernel)
@@ -120,6 +121,8 @@ def _retrieval_mc(scores: np.ndarray, candidates: int, rng: np.random.Generator)
 
 
 def _train_neural(c: dict, params: dict, seed: int, out: Path) -> dict:
+    from .method import log_score
+
     import torch
 
     from neurips26.core.seeding import generator

@@ -13,11 +13,8 @@ import copy
 import shutil
 from pathlib import Path
 
-import torch
-
 from neurips26.core import claims, io, lm, plotting, tracking
 
-from . import baselines, method, models, tasks
 from .claims import claim_rows
 
 BACKBONE, HEAD = "backbone.", "head."
@@ -53,6 +50,8 @@ class Domain:
 
     # vision --------------------------------------------------------
     def vit(self) -> models.TinyViT:
+        from . import models
+
         m, d = self.v["model"], self.v["data"]
         return models.TinyViT(d["image_size"], m["patch"], 3, m["dim"], m["depth"], m["heads"], m["mlp_ratio"])
 
@@ -76,12 +75,16 @@ class Domain:
         return self.minilm()[1].config.hidden_size
 
     def new_backbone(self) -> torch.nn.Module:
+        from . import models
+
         if self.kind == "vision":
             return self.vit()
         return models.MiniLMTop(copy.deepcopy(self.minilm()[1].encoder.layer[self.first_trained():]))
 
     def task(self, index: int, name: str, splits=("train", "val", "test")) -> tuple[dict, int]:
         """{split: (inputs, labels)} with inputs a tensor (images) or a (hidden, mask) pair."""
+        from . import models, tasks
+
         seed = _task_seed(self.seed, index)
         if self.kind == "vision":
             data, classes = tasks.vision_task(name, self.v["data"]["image_size"], _split_sizes(self.v["data"]), seed)
@@ -107,6 +110,10 @@ def pretrain(params, inputs, out: Path):
     """Pre-train the ViT on the shape classes once per vision domain (every seed's fine-tunes
     start from it, as every seed of the language domain starts from the released MiniLM) and
     check it against its bar: held-out accuracy >= pretrain.min_accuracy."""
+    import torch
+
+    from . import method, models, tasks
+
     v = params["variant_settings"]
     if v["kind"] != "vision":
         raise ValueError(f"embed_merge pretrain: variant '{params['variant']}' is not a vision domain")
@@ -145,6 +152,10 @@ def _finetune_one(dom, pretrained: dict, data: dict, classes: int, opt: dict, ou
     """Fine-tune one task from the pre-trained backbone with a fresh head: every backbone
     parameter (`full`) or only the model embedding E of every weight matrix, W = W0 + U_r E V_r^T
     (`subspace`, the paper's confinement); returns (state dict, rank 0?, val/test accuracy)."""
+    import torch
+
+    from . import method, models
+
     backbone = dom.new_backbone()
     backbone.load_state_dict(pretrained)
     if mode == "subspace":
@@ -199,6 +210,8 @@ def train(params, inputs, out: Path):
 
 # ---------------------------------------------------------------- merge
 def _space(m: dict) -> method.EmbeddingSpace:
+    from . import method
+
     return method.EmbeddingSpace(basis=m["basis"], rank_mode=m["rank_mode"], rank_energy=m["rank_energy"],
                                  rank_fraction=m["rank_fraction"], rank=m["rank"])
 
@@ -227,6 +240,8 @@ def source_of(name: str) -> str:
 
 
 def _device() -> torch.device:
+    import torch
+
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -245,6 +260,10 @@ def check_memory(pretrained: dict, tasks_held: int, mem_mb: int | None) -> None:
 
 def merge(params, inputs, out: Path):
     """Every method on the first n tasks, n in task_counts; scale picked on validation."""
+    import torch
+
+    from . import baselines, method, models
+
     v, seed, g = params["variant_settings"], params["seed"], params["merge"]
     if v["kind"] == "clip":
         from .clip import ClipDomain
@@ -362,6 +381,8 @@ HOLDS_FIXED = {"vision": "", "language": "the pre-trained all-MiniLM-L6-v2 encod
 def _normalised_items(run: dict, merge: dict) -> list[float] | None:
     """Per test example of every merged task, correct / the task's fine-tuned accuracy, weighted so
     that their mean is the mean normalised accuracy over tasks (None when not saved)."""
+    from . import tasks
+
     correct = merge.get("correct")
     if correct is None:
         return None

@@ -19,7 +19,6 @@ import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
 
-from . import method
 from .claims import claim_rows
 
 P = "es_dynamics"
@@ -31,6 +30,8 @@ def _sig(x):
 
 
 def _landscape(s: dict, seed: int, full_rank: bool = False) -> method.Quadratic:
+    from . import method
+
     return method.Quadratic(s["dim"], s["rank"], s["off_dim"], s["lam_max"], s["lam_min"], s["lam_off"], s["dist0"], seed,
                             full_rank=s["lam_full"] if full_rank else None, noise=s["noise"])
 
@@ -46,12 +47,16 @@ def _windows(values, window):
 
 
 def _es(land, s, alpha, seed, shaping="zscore"):
+    from . import method
+
     with np.errstate(all="ignore"):
         return method.run_es(land, s["population"], s["sigma"], alpha, s["generations"], seed, shaping)
 
 
 # ---------------------------------------------------------------- synthetic
 def synthetic(params, inputs, out: Path):
+    from . import method
+
     s, started = params["synthetic"], time.perf_counter()
     every, window = s["record_every"], s["window"]
     # tune each shaping's step size on the tuning seed: best final reward (last-window mean)
@@ -128,6 +133,8 @@ def perturbed_parameters(model, which: str):
 
 
 def lm(params, inputs, out: Path):
+    from . import method
+
     import torch
 
     from neurips26.core import lm as core_lm
@@ -195,6 +202,8 @@ TERM_COLOURS = {"task_gradient": "#d62728", "curvature": "#2ca02c", "off_task_gr
 
 def claims_summary(syn: dict, runs: list[dict]) -> dict:
     """Per-seed numbers the claims need (claims.claim_rows)."""
+    from . import method
+
     s, seeds = syn["settings"], [syn["seeds"][k] for k in sorted(syn["seeds"], key=int)]
     w = s["window"]
     es_r = np.mean([x["reward_windows_es"] for x in seeds], 0)
@@ -222,6 +231,8 @@ def claims_summary(syn: dict, runs: list[dict]) -> dict:
 
 
 def figures(params, inputs, out: Path):
+    from . import method
+
     scale = params["scale"]
     syn = io.read_json(Path(inputs["synthetic"]) / "metrics.json")
     runs = [io.read_json(Path(inputs["runs"]) / f"seed{s}" / "metrics.json") for s in params["seeds"]]

@@ -9,14 +9,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import torch
-
 from neurips26.core import claims, io, plotting, tracking
 from neurips26.core.seeding import generator
 from neurips26.core.trainer import fit, make_trainer, train_loader
 
 from . import claims as nar_claims
-from .model import DiT, DiTConfig, RoutingPolicy, train_step_flops
 
 SPLITS = ("train", "heldout", "reference")
 # what a seed does not vary: prepare and the classifier run once per config
@@ -29,6 +26,8 @@ def prepare(params, inputs, out: Path):
 
     With ImageNet latents, reference and held-out images are drawn from the latent folder and
     their indices are written to the manifest, so training leaves them out."""
+    import torch
+
     from .data import LatentFolder, synthetic
 
     d = params["data"]
@@ -68,6 +67,8 @@ def _load_images(inputs) -> tuple[dict, dict]:
 # ---------------------------------------------------------------- classifier
 def classifier(params, inputs, out: Path):
     """Train the FD_cls feature network on a fresh generated set; report its accuracy."""
+    import torch
+
     from neurips26.data.images import shapes
 
     from .classifier import FeatureCNN, accuracy
@@ -106,6 +107,8 @@ def _load_classifier(path: Path):
 
 # ---------------------------------------------------------------- train
 def _model_config(params, shape) -> DiTConfig:
+    from .model import DiTConfig
+
     m = params["model"]
     return DiTConfig(image_size=shape[-1], in_channels=shape[0], patch=m["patch"], depth=m["depth"],
                      hidden=m["hidden"], heads=m["heads"], mlp_ratio=m["mlp_ratio"],
@@ -113,6 +116,8 @@ def _model_config(params, shape) -> DiTConfig:
 
 
 def _policy(params) -> RoutingPolicy:
+    from .model import RoutingPolicy
+
     v, t = params["variant_settings"], params["train"]
     return RoutingPolicy(kind=v["kind"], ratio=v.get("ratio", 0.0), ratios=tuple(v.get("ratios", ())),
                          boundaries=tuple(v.get("boundaries", (1 / 3, 2 / 3))),
@@ -126,7 +131,10 @@ def _snapshot_steps(train) -> list[int]:
 
 def train(params, inputs, out: Path):
     """Train one regime (dit, tread, nar, nar_inverted) for one seed; save EMA snapshots."""
+    import torch
+
     from .data import LatentFolder
+    from .model import DiT, RoutingPolicy, train_step_flops
     from .training import FlowMatchingDiT
 
     t = params["train"]
@@ -171,6 +179,8 @@ def _generate(model, n, num_classes, shape, e, seed, cfg_scale=None) -> tuple[to
     """`n` samples in model space, classes 0..num_classes-1 in turn; the same noise and labels
     for every regime of a seed (and for guided and unguided sampling). `cfg_scale` None: the
     config's `evaluate.cfg_scale`."""
+    import torch
+
     from .diffusion import sample
 
     g = generator(10_000 + seed)
@@ -189,6 +199,8 @@ def _fd_features(e, inputs, device):
     """The metric's feature network. fd_cls: the classifier trained in the DAG, on images
     mapped to [0, 1]. inception (paper scale): latents decoded by the VAE, Inception pool
     features via torchmetrics/torch-fidelity, cluster-side packages imported only here."""
+    import torch
+
     if e["metric"] == "fd_cls":
         net = _load_classifier(inputs["classifier"] / "classifier.safetensors")
 
@@ -222,6 +234,10 @@ def evaluate(params, inputs, out: Path):
     """FD (FD_cls offline, Inception FID at paper scale), KID and, with FD_cls, the classifier's
     accuracy on samples along training; the route sensitivity per noise group and the
     train/held-out loss gap of the final model."""
+    import torch
+
+    from .model import DiT
+
     from neurips26.core.metrics import chunks, frechet_and_kid_stream
 
     from .diffusion import flow_loss, noise_group_edges, route_sensitivity
@@ -442,6 +458,8 @@ COLOURS = {"dit": "#444444", "tread": "#1f77b4", "nar": "#d62728", "nar_inverted
 
 def figures(params, inputs, out: Path):
     """FD_cls against steps, FLOPs and wall-clock; speedups; mechanism plots; tables; claims."""
+    import torch
+
     variants, seeds, scale = params["run_variants"], params["seeds"], params["scale"]
     runs = {v: [io.read_json(inputs["evals"] / v / f"seed{s}" / "metrics.json") for s in seeds] for v in variants}
     train_info = {v: [io.read_json(inputs["trains"] / v / f"seed{s}" / "train.json") for s in seeds] for v in variants}
