@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     rules = workflow_rules(args.configfile, root)
     found = jobs(rules, root)
     if not found:
-        raise SystemExit("dag_profile: no benchmark files under results/: run the DAG first")
+        raise SystemExit(f"dag_profile: no benchmark files under {root / 'results'}: run the DAG first")
     papers = [*available(), *SHARED]
     per_paper: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0, "step": 0.0, "cpu": 0.0})
     per_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "seconds": 0.0, "step": 0.0, "max": 0.0})
