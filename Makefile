@@ -4,6 +4,8 @@ PY      := python3
 VENV    := .venv
 STAMP   := $(VENV)/.installed
 CORES   ?= all
+# pytest-xdist workers of `make test` (the smoke DAG runs beside them in the background)
+TEST_WORKERS ?= 2
 
 .PHONY: run test smoke report reference clean-results
 
@@ -33,7 +35,7 @@ reference: $(STAMP)
 	$(VENV)/bin/neurips26 readme --summary reference/summary.csv
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 smoke: $(STAMP)
 	$(VENV)/bin/snakemake --cores 2 --profile profiles/default --configfile config/smoke.yaml

@@ -14,9 +14,51 @@ def root() -> Path:
     return ROOT
 
 
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist the controller makes the shared runs' folder before its workers
+    start, so they all find the same one (tests/smoke_runs.py)."""
+    if not _is_worker(config) and getattr(config.option, "numprocesses", None):
+        import smoke_runs
+
+        smoke_runs._base()
+
+
+# Tests that must share one xdist worker (`make test` runs `--dist loadgroup`): the cluster tests
+# share one SLURM cluster (a module fixture) and install daemons with apt-get, which takes a lock;
+# the smoke DAG's tests rerun Snakemake in its one folder.
+GROUPS = {"cluster": lambda item: item.path.name == "test_cluster.py",
+          "smoke": lambda item: "smoke" in getattr(item, "fixturenames", ())}
+
+
+# Files whose tests each run Snakemake or other processes for minutes: they go first, so that the
+# longest chains (the cluster group runs one test after another) start at once and the short
+# unit tests fill the gaps; the smoke DAG's tests go last, when their run is likely done.
+SLOW_FIRST = ("test_cluster.py", "test_reruns.py", "test_fed_harness_flower.py")
+
+
+def _order(item) -> int:
+    if item.path.name in SLOW_FIRST:
+        return SLOW_FIRST.index(item.path.name)
+    return len(SLOW_FIRST) + 1 if GROUPS["smoke"](item) else len(SLOW_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for group, member in GROUPS.items():
+            if member(item):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+    items.sort(key=_order)  # stable: collection order within each class
+
+
 def pytest_collection_finish(session):
     """Start the shared smoke DAGs right after collection when a selected test needs one, so they
-    run beside the unit tests (see tests/smoke_runs.py)."""
+    run beside the unit tests (see tests/smoke_runs.py). Every xdist worker collects every test;
+    the first to get here starts the run."""
     if session.config.option.collectonly:
         return
     import smoke_runs
@@ -27,7 +69,9 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    import sys
+    """The process that made the shared runs' folder (the controller, or the only process)
+    stops the runs and removes it once every test has ended."""
+    if not _is_worker(session.config):
+        import smoke_runs
 
-    if "smoke_runs" in sys.modules:
-        sys.modules["smoke_runs"].stop_all()
+        smoke_runs.stop_all()

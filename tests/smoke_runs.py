@@ -3,19 +3,25 @@
 The smoke DAG is the slowest thing the suite does, so it runs once: the tests that read it use
 the session fixture `smoke` (`tests/test_workflow.py`); `conftest.py` starts the run in the
 background as soon as collection shows a selected test needs it, so it overlaps with the unit
-tests (which use about one core) instead of running after them. Reproducibility from scratch is
+tests instead of running after them. `make test` runs the tests in pytest-xdist workers: the run
+lives in a folder that every worker finds (`BASE_ENV`), started once under a lock, and any
+worker can wait for it. Reproducibility from scratch is
 checked on a copy of the finished run by rerunning one metrics job of every paper
 (`metrics_jobs`), not by a second DAG.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +32,8 @@ WORKFLOW_FILES = ["Snakefile", "workflow", "config", "profiles", "envs", "refere
 SHARED_RUNS = {"smoke": 4}
 DONE = re.compile(r"done in ([0-9.]+)s")
 TIMEOUT_S = 3600
+# where the test processes find the shared runs' folder
+BASE_ENV = "NEURIPS26_SMOKE_BASE"
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -57,61 +65,89 @@ def output(proc: subprocess.CompletedProcess) -> str:
 
 
 class SmokeRun:
-    """One smoke DAG of the default config in a fresh copy of the workflow, run in the background."""
+    """One smoke DAG of the default config in a fresh copy of the workflow, run in the background.
 
-    def __init__(self, where: Path, cores: int):
-        self.wf = copy_workflow(where / "wf")
-        self.log = where / "snakemake.log"
-        with self.log.open("w") as log:
-            self.proc = subprocess.Popen(
-                [SNAKEMAKE, "--cores", str(cores), "--configfile", "config/smoke.yaml", "--profile", "profiles/default"],
-                cwd=self.wf, env=clean_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+    It lives in a folder, not in a process: the run writes its exit status to `rc` when it ends,
+    so any test process (one of pytest-xdist's workers, or the only process) can wait for it."""
+
+    def __init__(self, where: Path):
+        self.where = where
+        self.wf, self.log, self.rc, self.pid = where / "wf", where / "snakemake.log", where / "rc", where / "pid"
+
+    def launch(self, cores: int) -> None:
+        copy_workflow(self.wf)
+        command = " ".join([SNAKEMAKE, "--cores", str(cores), "--configfile", "config/smoke.yaml",
+                            "--profile", "profiles/default"])
+        # the shell writes the exit status once Snakemake has ended; its own session, so that
+        # stopping it stops the jobs too
+        proc = subprocess.Popen(["sh", "-c", f'{command} > "{self.log}" 2>&1; echo $? > "{self.rc}.part"; '
+                                 f'mv "{self.rc}.part" "{self.rc}"'],
+                                cwd=self.wf, env=clean_env(), start_new_session=True)
+        self.pid.write_text(str(proc.pid))
 
     def wait(self) -> tuple[Path, str]:
         """(workflow folder, Snakemake's output) once the run has ended; fails unless it succeeded."""
-        try:
-            rc = self.proc.wait(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise AssertionError(f"the smoke DAG in {self.wf} ran past {TIMEOUT_S} s") from None
+        deadline = time.monotonic() + TIMEOUT_S
+        while not self.rc.exists():
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"the smoke DAG in {self.wf} ran past {TIMEOUT_S} s")
+            time.sleep(1)
+        rc = int(self.rc.read_text())
         text = self.log.read_text()
         assert rc == 0, text[-8000:]
         return self.wf, text
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.rc.exists() or not self.pid.exists():
+            return
+        try:
+            os.killpg(int(self.pid.read_text()), signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 30
+        while not self.rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int(self.pid.read_text()), signal.SIGKILL)
 
 
-_runs: dict[str, SmokeRun] = {}
-_base: list[Path] = []
+def _base() -> Path:
+    """The folder of the shared runs. Under pytest-xdist the controller makes it before the
+    workers start (`conftest.py`) and they find it in BASE_ENV; a single process makes its own."""
+    if not os.environ.get(BASE_ENV):
+        os.environ[BASE_ENV] = tempfile.mkdtemp(prefix="neurips26-smoke-")
+    return Path(os.environ[BASE_ENV])
 
 
 def start(names) -> None:
-    """Start the shared runs named (fixture names of SHARED_RUNS) that are not running yet."""
-    for name in names:
-        if name not in _runs:
-            if not _base:
-                _base.append(Path(tempfile.mkdtemp(prefix="neurips26-smoke-")))
-            _runs[name] = SmokeRun(_base[0] / name, SHARED_RUNS[name])
+    """Start the shared runs named (fixture names of SHARED_RUNS) that no test process has
+    started yet (a lock in the shared folder makes sure only one does)."""
+    if not names:
+        return
+    base = _base()
+    with (base / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for name in names:
+            run = SmokeRun(base / name)
+            if not run.pid.exists():
+                run.launch(SHARED_RUNS[name])
 
 
 def result(name: str) -> tuple[Path, str]:
     start([name])
-    return _runs[name].wait()
+    return SmokeRun(_base() / name).wait()
 
 
 def stop_all() -> None:
-    for run in _runs.values():
-        run.stop()
-    for base in _base:
-        shutil.rmtree(base, ignore_errors=True)
-    _runs.clear()
-    _base.clear()
+    """Stop the shared runs and remove their folder: the process that made the folder calls it
+    (the controller under pytest-xdist) once every test has ended."""
+    base = os.environ.pop(BASE_ENV, None)
+    if not base:
+        return
+    for name in SHARED_RUNS:
+        SmokeRun(Path(base) / name).stop()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def metrics_jobs(wf: Path, *config_args: str) -> list[dict]:

@@ -70,7 +70,8 @@ def test_smoke_dag_through_slurm(tmp_path, local_cluster):
     finished = [line for line in output(proc).splitlines()
                 if line.startswith("Finished jobid") and "(Rule: all)" not in line]
     assert submitted and len(submitted) == len(finished)
-    assert {j["state"] for j in jobs} == {"COMPLETED"}
+    failed = [j for j in jobs if j["state"] != "COMPLETED"]
+    assert not failed, "\n".join(f"{j['id']} {j['state']} {j['comment']}:\n{_slurm_log_tail(wf, j['id'])}" for j in failed)
     assert len(jobs) >= len(submitted)
     comments = " ".join(j["comment"] for j in jobs)
     for paper in papers:
@@ -78,6 +79,12 @@ def test_smoke_dag_through_slurm(tmp_path, local_cluster):
     # smoke scale asks for no GPU, so no job goes to the GPU partition
     partitions = {j["comment"].split("_wildcards")[0].removeprefix("rule_"): j["partition"] for j in jobs}
     assert set(partitions.values()) == {"cpu"}, partitions
+
+
+def _slurm_log_tail(wf: Path, job_id: str) -> str:
+    """The end of the SLURM executor's log of a job (it names each log after the job id)."""
+    logs = sorted((wf / ".snakemake" / "slurm_logs").rglob(f"{job_id}.log"))
+    return logs[0].read_text()[-3000:] if logs else "(no log of this job)"
 
 
 # smoke nar_dit, one regime without routing or label dropout: every random draw of a training step

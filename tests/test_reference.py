@@ -67,3 +67,38 @@ def test_partial_update_replaces_only_the_named_papers(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="has no rows of e"):
         reference.make_reference(results, ref, papers=["e"], workflow_dir=tmp_path)
     assert read_json(ref / "run.json")["rows"] == 5
+
+
+def test_compare_says_when_the_run_is_on_another_cpu_than_the_reference(tmp_path, monkeypatch):
+    """Float rounding follows the CPU's kernels, so compare.md names a CPU change next to the
+    verdicts it may have moved, and says nothing when both runs share the CPU."""
+    from neurips26.core import io
+
+    avx2 = {"system": "Linux", "arch": "x86_64", "cpus": 2, "cpu": "Some CPU", "vector": "AVX2"}
+    avx512 = {**avx2, "vector": "AVX-512"}
+    for side in ("ref", "run"):
+        (tmp_path / side).mkdir()
+        io.write_csv(tmp_path / side / "summary.csv", [_row("a", "a1", "yes")], claims.COLUMNS)
+    io.write_json(tmp_path / "ref" / "run.json", {"commit": "c", "config_hash": "h", "machine": avx2})
+    md = tmp_path / "compare.md"
+
+    reference.compare_folders(tmp_path / "ref", tmp_path / "run", md, current_machine=avx512)
+    assert "This run's CPU (Some CPU, AVX-512) is not the reference's (Some CPU, AVX2)" in md.read_text()
+    reference.compare_folders(tmp_path / "ref", tmp_path / "run", md, current_machine=avx2)
+    assert "CPU" not in md.read_text()
+    # the machine of a finished run comes from its run_info.json (what `neurips26 compare` reads)
+    io.write_json(tmp_path / "run" / "run_info.json", {"config_hash": "h", "machine": avx512})
+    reference.compare_folders(tmp_path / "ref", tmp_path / "run", md)
+    assert "is not the reference's" in md.read_text()
+    # an older reference without its CPU: said, not guessed
+    io.write_json(tmp_path / "ref" / "run.json", {"commit": "c", "config_hash": "h", "machine": {"arch": "x86_64"}})
+    reference.compare_folders(tmp_path / "ref", tmp_path / "run", md)
+    assert "The reference does not record its CPU" in md.read_text()
+
+
+def test_machine_records_the_cpu_and_its_vector_unit():
+    m = reference.machine()
+    assert m["cpu"] and m["vector"] in {"AVX-512", "AVX2", "NEON", "unknown"} and m["cpus"] >= 1
+    flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    if " avx512f" in flags:
+        assert m["vector"] == "AVX-512"

@@ -152,17 +152,20 @@ def _report(args) -> int:
     with tracking.job_run("summary", "report", {"claims": args.claims}, out,
                           job={"rule": "report"}, enabled=not args.no_tracking) as run:
         written = report.summarize([Path(p) for p in args.claims], out)
+        from .core.reference import machine as this_machine
+
+        machine = this_machine()
         if args.reference:
             from .core import reference
 
             result, md = reference.compare_folders(Path(args.reference), out, out / "compare.md",
-                                                   config_hash=args.config_hash)
+                                                   config_hash=args.config_hash, current_machine=machine)
             print(report.compare_outcome(result))
         else:
             md = out / "compare.md"
             write_text(md, "# Comparison\n\nNo reference run (reference/summary.csv) to compare with.\n")
         written.append(md)
-        write_json(out / "run_info.json", {"config_hash": args.config_hash})
+        write_json(out / "run_info.json", {"config_hash": args.config_hash, "machine": machine})
         written.append(out / "run_info.json")
         run.outputs = written
     print(f"neurips26 report: {out / 'summary.md'}")

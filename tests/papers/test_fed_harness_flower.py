@@ -18,8 +18,13 @@ from neurips26.papers.fed_harness import flower, simulation, split, tasks
 
 BIN = Path(sys.executable).parent   # the environment's flower-superlink, flower-supernode, flwr
 RUN_TIMEOUT = 900  # seconds for the whole Flower run (60 to 95 s on 2 CPU cores; far more beside the smoke DAGs)
-# bit equality on CPU; with a GPU the in-process fit trains there and the clients on CPU: close only
-TOL = 1e-5 if torch.cuda.is_available() else 0.0
+# The two paths make the same float32 operations on the same data, but the CPU's matmul kernels
+# may block a product differently for different batch shapes (and with a GPU the in-process fit
+# trains there, the clients on CPU): bit-equal on one AVX2 machine; on an AVX-512 one, measured
+# 3e-8 (the in-process grid) and 1.5e-6 (the Flower processes) on the final factors, losses 5e-8
+# relative. Another batch or seed moves the factors by about the learning rate (1e-2) per step.
+TOL = 1e-5
+LOSS_REL = 1e-6
 
 
 def _free_ports(n):
@@ -139,8 +144,8 @@ def _compare(ref, res):
     assert len(res.rounds) == len(ref.rounds)
     for a, b in zip(ref.rounds, res.rounds):
         assert (a["round"], a["layer"]) == (b["round"], b["layer"])
-        assert b["loss"] == pytest.approx(a["loss"], rel=1e-12)   # summed in another order
-        assert b["column"] == pytest.approx(a["column"], abs=1e-12) and b["row"] == pytest.approx(a["row"], abs=1e-12)
+        assert b["loss"] == pytest.approx(a["loss"], rel=LOSS_REL)   # summed in another order
+        assert b["column"] == pytest.approx(a["column"], abs=TOL) and b["row"] == pytest.approx(a["row"], abs=TOL)
     return worst
 
 
@@ -221,6 +226,6 @@ def test_flower_federation_matches_the_in_process_engine(setting, tmp_path):
     assert len(res.rounds) == settings.rounds * len(settings.targets)
     worst = _compare(ref, res)
     print(f"max |flower - in-process| over the final global factors: {worst:.3g}")
-    # one client's local steps alone equal its share of the summed-loss Lightning fit bit for bit (CPU)
+    # one client's local steps alone equal its share of the summed-loss Lightning fit (to rounding)
     assert worst <= TOL
     assert float(res.B["query"][0].abs().max()) > 0

@@ -18,6 +18,50 @@ from .report import compare, compare_markdown, read_claims, readme_with_table
 PAPERS_DIR = Path(__file__).resolve().parents[1] / "papers"
 
 
+def machine() -> dict:
+    """The machine a run or reference was made on. The CPU's model and widest vector unit are part
+    of it: the same float32 program rounds differently under another CPU's kernels (AVX2 against
+    AVX-512 blocking of a matmul), so byte-identical metrics hold on one machine only."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    model, flags = platform.processor(), set()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and not model:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    vector = next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("neon", "NEON"), ("asimd", "NEON"))
+                   if flag in flags), "unknown")
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = None
+    return {"system": platform.system(), "arch": platform.machine(), "cpus": os.cpu_count(),
+            "cpu": model or "unknown", "vector": vector, "python": platform.python_version(), "torch": torch_version}
+
+
+def _cpu(m: dict) -> str:
+    return f"{m.get('cpu', '?')}, {m.get('vector', '?')}"
+
+
+def machine_note(reference: dict | None, current: dict | None) -> str:
+    """A line for compare.md when this run's CPU is not the reference's (or either is unknown)."""
+    if not reference or not current:
+        return ""
+    if "vector" not in reference:
+        return (f"The reference does not record its CPU; this run's is {_cpu(current)}. Float rounding differs "
+                "between CPUs' kernels, so trained models can differ at rounding level and a verdict near its "
+                "threshold can move: reruns are byte-identical on the same machine only.\n")
+    if (reference.get("cpu"), reference.get("vector")) != (current.get("cpu"), current.get("vector")):
+        return (f"This run's CPU ({_cpu(current)}) is not the reference's ({_cpu(reference)}): float rounding differs "
+                "between CPUs' kernels, so trained models can differ at rounding level and a verdict near its "
+                "threshold can move: reruns are byte-identical on the same machine only.\n")
+    return ""
+
+
 def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -35,12 +79,13 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
     e.g. `--config papers='[p]'`); every other paper keeps its rows from the existing reference,
     and run.json records for each paper the commit and config hash its rows came from."""
     from .tracking import git_state
-    import torch
 
     git = git_state(workflow_dir)  # before writing: the new summary itself must not count as a change
     rows = read_claims([_summary_file(results)])
     run_hash = _run_config_hash(Path(results), workflow_dir, configfiles)
-    origin = {p: {"commit": git["commit"], "config_hash": run_hash} for p in sorted({r["paper"] for r in rows})}
+    here = machine()
+    origin = {p: {"commit": git["commit"], "config_hash": run_hash, "cpu": _cpu(here)}
+              for p in sorted({r["paper"] for r in rows})}
     if papers:
         missing = sorted(set(papers) - set(origin))
         if missing:
@@ -63,8 +108,7 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
     meta = {"commit": git["commit"], "dirty": git["dirty"],
             "configfiles": ["config/config.yaml", *configfiles],
             "config_hash": run_hash,
-            "machine": {"system": platform.system(), "arch": platform.machine(), "cpus": os.cpu_count(),
-                        "python": platform.python_version(), "torch": torch.__version__},
+            "machine": here,
             "rows": len(rows), "papers": sorted({r["paper"] for r in rows}),
             "paper_runs": {p: origin[p] for p in sorted(origin) if p in {r["paper"] for r in rows}}}
     write_json(out / "run.json", meta)
@@ -83,8 +127,9 @@ def _run_config_hash(results: Path, workflow_dir: Path, configfiles: Sequence[st
 
 
 def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05,
-                    config_hash: str = "") -> tuple[dict, Path]:
-    """Compare summary B against reference A (folders holding summary.csv, or the files)."""
+                    config_hash: str = "", current_machine: dict | None = None) -> tuple[dict, Path]:
+    """Compare summary B against reference A (folders holding summary.csv, or the files); the
+    machine of B is `current_machine`, else the one B's run_info.json records."""
     ref_rows, cur_rows = read_claims([_summary_file(a)]), read_claims([_summary_file(b)])
     result = compare(ref_rows, cur_rows, tolerance)
     text = compare_markdown(result, str(_summary_file(a)), str(_summary_file(b)))
@@ -96,6 +141,9 @@ def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05,
         if config_hash and config_hash != m.get("config_hash"):
             text += (f"This run's config hash is {config_hash}: another config than the reference's, "
                      "so differences are expected.\n")
+        if current_machine is None and (_summary_file(b).parent / "run_info.json").exists():
+            current_machine = read_json(_summary_file(b).parent / "run_info.json").get("machine")
+        text += machine_note(m.get("machine"), current_machine)
     write_text(md_out, text)
     return result, md_out
 

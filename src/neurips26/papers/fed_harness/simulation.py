@@ -23,7 +23,7 @@ teacher-forced exact match (equal to greedy-decoding exact match) and token accu
 
 One client's round outside Lightning is `local_round` (the Flower engine, `flower`): the same
 `minibatch`, `client_loss` and `drift_penalty` as the training step here, so both engines give
-the same factors (bit for bit on CPU, tested).
+the same factors (to float32 rounding of the matmul kernels; bit for bit on some CPUs; tested).
 
 Per round and module the engine records the conflict between the clients' round updates
 dW_i = B_i A_i - B_i^0 A_i^0 (`subspace.pairwise_conflict`, column and row spaces).
