@@ -69,31 +69,39 @@ def test_partial_update_replaces_only_the_named_papers(tmp_path, monkeypatch):
     assert read_json(ref / "run.json")["rows"] == 5
 
 
-def test_compare_says_when_the_run_is_on_another_cpu_than_the_reference(tmp_path, monkeypatch):
-    """Float rounding follows the CPU's kernels, so compare.md names a CPU change next to the
-    verdicts it may have moved, and says nothing when both runs share the CPU."""
+def test_compare_names_the_papers_recorded_on_another_cpu_than_this_run(tmp_path):
+    """Float rounding follows the CPU's kernels, so compare.md names the papers whose reference
+    rows came from another CPU (or an unrecorded one) than this run's, and says nothing when all
+    came from this run's CPU."""
     from neurips26.core import io
 
     avx2 = {"system": "Linux", "arch": "x86_64", "cpus": 2, "cpu": "Some CPU", "vector": "AVX2"}
     avx512 = {**avx2, "vector": "AVX-512"}
     for side in ("ref", "run"):
         (tmp_path / side).mkdir()
-        io.write_csv(tmp_path / side / "summary.csv", [_row("a", "a1", "yes")], claims.COLUMNS)
-    io.write_json(tmp_path / "ref" / "run.json", {"commit": "c", "config_hash": "h", "machine": avx2})
+        io.write_csv(tmp_path / side / "summary.csv", [_row("a", "a1", "yes"), _row("b", "b1", "no")], claims.COLUMNS)
+    meta = {"commit": "c", "config_hash": "h", "machine": avx512,
+            "paper_runs": {"a": {"commit": "c", "cpu": "Some CPU, AVX2"}, "b": {"commit": "c", "cpu": "Some CPU, AVX-512"}}}
+    io.write_json(tmp_path / "ref" / "run.json", meta)
     md = tmp_path / "compare.md"
 
     reference.compare_folders(tmp_path / "ref", tmp_path / "run", md, current_machine=avx512)
-    assert "This run's CPU (Some CPU, AVX-512) is not the reference's (Some CPU, AVX2)" in md.read_text()
+    text = md.read_text()
+    assert "This run's CPU is Some CPU, AVX-512. Reference rows recorded on another CPU: a (Some CPU, AVX2)." in text
+    assert "b (" not in text
     reference.compare_folders(tmp_path / "ref", tmp_path / "run", md, current_machine=avx2)
-    assert "CPU" not in md.read_text()
-    # the machine of a finished run comes from its run_info.json (what `neurips26 compare` reads)
+    assert "on another CPU: b (Some CPU, AVX-512)" in md.read_text()
+    # rows of a paper recorded before the CPU was: said, not guessed
+    meta["paper_runs"]["a"] = {"commit": "old"}
+    io.write_json(tmp_path / "ref" / "run.json", meta)
+    reference.compare_folders(tmp_path / "ref", tmp_path / "run", md, current_machine=avx512)
+    assert "on a CPU the reference does not record: a" in md.read_text()
+    # every row from this run's CPU: nothing to say; the run's machine comes from its run_info.json
+    meta["paper_runs"]["a"] = {"commit": "c", "cpu": "Some CPU, AVX-512"}
+    io.write_json(tmp_path / "ref" / "run.json", meta)
     io.write_json(tmp_path / "run" / "run_info.json", {"config_hash": "h", "machine": avx512})
     reference.compare_folders(tmp_path / "ref", tmp_path / "run", md)
-    assert "is not the reference's" in md.read_text()
-    # an older reference without its CPU: said, not guessed
-    io.write_json(tmp_path / "ref" / "run.json", {"commit": "c", "config_hash": "h", "machine": {"arch": "x86_64"}})
-    reference.compare_folders(tmp_path / "ref", tmp_path / "run", md)
-    assert "The reference does not record its CPU" in md.read_text()
+    assert "CPU" not in md.read_text()
 
 
 def test_machine_records_the_cpu_and_its_vector_unit():

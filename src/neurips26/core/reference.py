@@ -47,19 +47,25 @@ def _cpu(m: dict) -> str:
     return f"{m.get('cpu', '?')}, {m.get('vector', '?')}"
 
 
-def machine_note(reference: dict | None, current: dict | None) -> str:
-    """A line for compare.md when this run's CPU is not the reference's (or either is unknown)."""
-    if not reference or not current:
+def machine_note(meta: dict | None, current: dict | None) -> str:
+    """A line for compare.md naming the papers whose reference rows were recorded on another CPU
+    than this run's, or on one the reference does not record (`meta` is reference/run.json)."""
+    if not meta or not current:
         return ""
-    if "vector" not in reference:
-        return (f"The reference does not record its CPU; this run's is {_cpu(current)}. Float rounding differs "
-                "between CPUs' kernels, so trained models can differ at rounding level and a verdict near its "
-                "threshold can move: reruns are byte-identical on the same machine only.\n")
-    if (reference.get("cpu"), reference.get("vector")) != (current.get("cpu"), current.get("vector")):
-        return (f"This run's CPU ({_cpu(current)}) is not the reference's ({_cpu(reference)}): float rounding differs "
-                "between CPUs' kernels, so trained models can differ at rounding level and a verdict near its "
-                "threshold can move: reruns are byte-identical on the same machine only.\n")
-    return ""
+    here = _cpu(current)
+    runs = meta.get("paper_runs") or {p: {} for p in meta.get("papers", [])}
+    if not runs:  # a reference without papers listed: its one machine
+        runs = {"all papers": {"cpu": _cpu(meta["machine"])} if "vector" in meta.get("machine", {}) else {}}
+    other = sorted(p for p, v in runs.items() if v.get("cpu") != here)
+    if not other:
+        return ""
+    unknown = sorted(p for p in other if not runs[p].get("cpu"))
+    known = [f"{p} ({runs[p]['cpu']})" for p in other if runs[p].get("cpu")]
+    parts = ([f"on another CPU: {', '.join(known)}"] if known else []) + (
+        [f"on a CPU the reference does not record: {', '.join(unknown)}"] if unknown else [])
+    return (f"This run's CPU is {here}. Reference rows recorded {'; '.join(parts)}. Float rounding differs "
+            "between CPUs' kernels, so trained models can differ at rounding level and a verdict near its "
+            "threshold can move: reruns are byte-identical on the same machine only.\n")
 
 
 def config_hash(config: dict) -> str:
@@ -143,7 +149,7 @@ def compare_folders(a: Path, b: Path, md_out: Path, tolerance: float = 0.05,
                      "so differences are expected.\n")
         if current_machine is None and (_summary_file(b).parent / "run_info.json").exists():
             current_machine = read_json(_summary_file(b).parent / "run_info.json").get("machine")
-        text += machine_note(m.get("machine"), current_machine)
+        text += machine_note(m, current_machine)
     write_text(md_out, text)
     return result, md_out
 
