@@ -32,8 +32,6 @@ WORKFLOW_FILES = ["Snakefile", "workflow", "config", "profiles", "envs", "refere
 SHARED_RUNS = {"smoke": 4}
 DONE = re.compile(r"done in ([0-9.]+)s")
 TIMEOUT_S = 3600
-# the smoke DAG's niceness (below the tests' 0: scheduled ahead of them, see _ahead)
-SMOKE_NICE = -5
 # where the test processes find the shared runs' folder
 BASE_ENV = "NEURIPS26_SMOKE_BASE"
 
@@ -84,7 +82,7 @@ class SmokeRun:
         # stopping it stops the jobs too
         proc = subprocess.Popen(["sh", "-c", f'{command} > "{self.log}" 2>&1; echo $? > "{self.rc}.part"; '
                                  f'mv "{self.rc}.part" "{self.rc}"'],
-                                cwd=self.wf, env=clean_env(), start_new_session=True, preexec_fn=_ahead)
+                                cwd=self.wf, env=clean_env(), start_new_session=True)
         self.pid.write_text(str(proc.pid))
 
     def wait(self) -> tuple[Path, str]:
@@ -112,14 +110,6 @@ class SmokeRun:
             time.sleep(0.5)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int(self.pid.read_text()), signal.SIGKILL)
-
-
-def _ahead() -> None:
-    """Run the smoke DAG ahead of the tests: it and the tests that read it are the suite's longest
-    chain, while the unit tests can fill whatever CPU is left. Raising a priority needs root (as
-    CI has); elsewhere the run keeps the tests' priority."""
-    with contextlib.suppress(PermissionError, OSError):
-        os.setpriority(os.PRIO_PROCESS, 0, SMOKE_NICE)
 
 
 def _base() -> Path:
