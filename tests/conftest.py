@@ -24,7 +24,7 @@ def pytest_configure(config):
     if not _is_worker(config) and getattr(config.option, "numprocesses", None):
         import smoke_runs
 
-        smoke_runs._base()
+        smoke_runs.base()
 
 
 # Tests that must share one xdist worker (`make test` runs `--dist loadgroup`): the cluster tests

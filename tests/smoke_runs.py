@@ -112,7 +112,7 @@ class SmokeRun:
             os.killpg(int(self.pid.read_text()), signal.SIGKILL)
 
 
-def _base() -> Path:
+def base() -> Path:
     """The folder of the shared runs. Under pytest-xdist the controller makes it before the
     workers start (`conftest.py`) and they find it in BASE_ENV; a single process makes its own."""
     if not os.environ.get(BASE_ENV):
@@ -125,29 +125,29 @@ def start(names) -> None:
     started yet (a lock in the shared folder makes sure only one does)."""
     if not names:
         return
-    base = _base()
-    with (base / ".lock").open("w") as lock:
+    folder = base()
+    with (folder / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for name in names:
-            run = SmokeRun(base / name)
+            run = SmokeRun(folder / name)
             if not run.pid.exists():
                 run.launch(SHARED_RUNS[name])
 
 
 def result(name: str) -> tuple[Path, str]:
     start([name])
-    return SmokeRun(_base() / name).wait()
+    return SmokeRun(base() / name).wait()
 
 
 def stop_all() -> None:
     """Stop the shared runs and remove their folder: the process that made the folder calls it
     (the controller under pytest-xdist) once every test has ended."""
-    base = os.environ.pop(BASE_ENV, None)
-    if not base:
+    folder = os.environ.pop(BASE_ENV, None)
+    if not folder:
         return
     for name in SHARED_RUNS:
-        SmokeRun(Path(base) / name).stop()
-    shutil.rmtree(base, ignore_errors=True)
+        SmokeRun(Path(folder) / name).stop()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def metrics_jobs(wf: Path, *config_args: str) -> list[dict]:

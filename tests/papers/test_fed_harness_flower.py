@@ -20,7 +20,7 @@ BIN = Path(sys.executable).parent   # the environment's flower-superlink, flower
 RUN_TIMEOUT = 900  # seconds for the whole Flower run (60 to 95 s on 2 CPU cores; far more beside the smoke DAGs)
 # The two paths make the same float32 operations on the same data, but the CPU's matmul kernels
 # may block a product differently for different batch shapes (and with a GPU the in-process fit
-# trains there, the clients on CPU): bit-equal on one AVX2 machine; on an AVX-512 one, measured
+# trains there, the clients on CPU): bit-equal on the machines of earlier runs (CPU not recorded); on an AVX-512 one, measured
 # 3e-8 (the in-process grid) and 1.5e-6 (the Flower processes) on the final factors, losses 5e-8
 # relative. Another batch or seed moves the factors by about the learning rate (1e-2) per step.
 TOL = 1e-5

@@ -20,8 +20,8 @@ PAPERS_DIR = Path(__file__).resolve().parents[1] / "papers"
 
 def machine() -> dict:
     """The machine a run or reference was made on. The CPU's model and widest vector unit are part
-    of it: the same float32 program rounds differently under another CPU's kernels (AVX2 against
-    AVX-512 blocking of a matmul), so byte-identical metrics hold on one machine only."""
+    of it: the same float32 program can round differently under another CPU's kernels (the blocking
+    of a matmul), so byte-identical metrics hold on one machine only."""
     from importlib.metadata import PackageNotFoundError, version
 
     model, flags = platform.processor(), set()
@@ -53,9 +53,8 @@ def machine_note(meta: dict | None, current: dict | None) -> str:
     if not meta or not current:
         return ""
     here = _cpu(current)
-    runs = meta.get("paper_runs") or {p: {} for p in meta.get("papers", [])}
-    if not runs:  # a reference without papers listed: its one machine
-        runs = {"all papers": {"cpu": _cpu(meta["machine"])} if "vector" in meta.get("machine", {}) else {}}
+    # a reference without per-paper entries was made on its one machine
+    runs = meta.get("paper_runs") or {"all papers": {"cpu": _cpu(meta["machine"])} if "vector" in meta.get("machine", {}) else {}}
     other = sorted(p for p, v in runs.items() if v.get("cpu") != here)
     if not other:
         return ""
