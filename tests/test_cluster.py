@@ -46,11 +46,13 @@ ALLOW_SQLITE = {"cluster": {"allow_sqlite": True}}
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    """One local SLURM cluster for every test of this module that needs one."""
+    """One local SLURM cluster for every test of this module that needs one. A munged that
+    holds the system socket and answers nothing runs beside it the whole time: the cluster
+    uses its own munged (on a CI machine a stray one once failed every cluster test)."""
     reason = slurm.unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
-    with slurm.local_slurm(_state_dir("neurips26-slurm-")) as state:
+    with slurm.stalled_system_munged(), slurm.local_slurm(_state_dir("neurips26-slurm-")) as state:
         yield state
 
 

@@ -3,7 +3,9 @@
 `local_slurm()` installs the packages when they are missing (root and apt-get needed),
 writes /etc/slurm/slurm.conf (restoring any earlier one afterwards), starts munged,
 slurmctld and slurmd as daemons whose state lives in one folder, waits until the node is
-idle, yields, and stops exactly the daemons it started. Partitions `cpu` (default) and `gpu`
+idle, yields, and stops exactly the daemons it started. Its munged listens on a socket of its
+own in that folder (slurm.conf's AuthInfo names it), so a munged already bound to the system
+socket, left running or half started by anything else, neither blocks it nor is used by it. Partitions `cpu` (default) and `gpu`
 match profiles/slurm; the `gpu` partition has no GPUs here, and smoke-scale jobs ask for none.
 """
 
@@ -36,11 +38,16 @@ def install() -> None:
         system.apt_install(PACKAGES)
 
 
+def munge_socket(state: Path) -> Path:
+    return state / "munge" / "munge.socket"
+
+
 def slurm_conf(state: Path, cpus: int, memory_mb: int) -> str:
     return f"""\
 ClusterName=neurips26-test
 SlurmctldHost=localhost(127.0.0.1)
 AuthType=auth/munge
+AuthInfo=socket={munge_socket(state)}
 SlurmUser=root
 SlurmdUser=root
 ProctrackType=proctrack/linuxproc
@@ -108,15 +115,19 @@ def local_slurm(state: Path, cpus: int | None = None, memory_mb: int = 20000):
     backup = CONF.read_text() if CONF.exists() else None
     CONF.parent.mkdir(parents=True, exist_ok=True)
     CONF.write_text(slurm_conf(state, cpus, memory_mb))
-    munge_pid = state / "munged.pid"
+    munge_dir = munge_socket(state).parent
+    munge_dir.mkdir(exist_ok=True)
+    munge_dir.chmod(0o755)  # munged wants every user to reach its socket
+    shutil.chown(munge_dir, "munge", "munge")
+    munge_pid = munge_dir / "munged.pid"
+    sock = f"--socket={munge_socket(state)}"
     started = []
     try:
-        Path("/run/munge").mkdir(parents=True, exist_ok=True)
-        shutil.chown("/run/munge", "munge", "munge")
-        if not _ok("sh", "-c", "munge -n | unmunge"):
-            subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged", f"--pid-file={munge_pid}"], check=True)
-            started.append(munge_pid)
-            _wait(lambda: _ok("sh", "-c", "munge -n | unmunge"), "munged")
+        subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged", sock, f"--pid-file={munge_pid}",
+                        f"--log-file={munge_dir / 'munged.log'}", f"--seed-file={munge_dir / 'munged.seed'}"],
+                       check=True)
+        started.append(munge_pid)
+        _wait(lambda: _ok("sh", "-c", f"munge -n {sock} | unmunge {sock}"), "munged")
         subprocess.run(["/usr/sbin/slurmctld"], check=True)
         started.append(state / "slurmctld.pid")
         subprocess.run(["/usr/sbin/slurmd", "-N", "localhost"], check=True)
@@ -135,6 +146,30 @@ def local_slurm(state: Path, cpus: int | None = None, memory_mb: int = 20000):
             CONF.unlink(missing_ok=True)
         else:
             CONF.write_text(backup)
+
+
+@contextmanager
+def stalled_system_munged():
+    """A munged bound to the system socket that answers nothing (started, then stopped with
+    SIGSTOP), as a half-started or frozen daemon left on a machine would be; a no-op when
+    another munged already holds that socket. Stopped for good on exit."""
+    install()
+    Path("/run/munge").mkdir(parents=True, exist_ok=True)
+    shutil.chown("/run/munge", "munge", "munge")
+    pidfile = Path("/run/munge/neurips26-stalled-munged.pid")
+    done = subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged", f"--pid-file={pidfile}"],
+                          capture_output=True, text=True)
+    pid = None
+    if done.returncode == 0:
+        _wait(pidfile.exists, "the stalled munged's pid file", timeout=10)
+        pid = int(pidfile.read_text().strip())
+        os.kill(pid, 19)  # SIGSTOP
+    try:
+        yield pid
+    finally:
+        if pid is not None:
+            os.kill(pid, 18)  # SIGCONT
+            _stop(pidfile)
 
 
 def jobs_seen() -> list[dict[str, str]]:
