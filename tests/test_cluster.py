@@ -63,7 +63,7 @@ def test_smoke_dag_through_slurm(tmp_path, local_cluster):
     submitted_before = {j["id"] for j in slurm.jobs_seen()}
     proc = run(wf, *SLURM_ARGS, "--configfile", "config/smoke.yaml", "cluster.yaml",
                "--config", f"papers=[{','.join(papers)}]")
-    assert proc.returncode == 0, output(proc)[-6000:]
+    assert proc.returncode == 0, output(proc)[-6000:] + "\n" + slurm.diagnosis(local_cluster)
     jobs = [j for j in slurm.jobs_seen() if j["id"] not in submitted_before]
     for paper in papers:
         assert (wf / "results" / paper / "claims.csv").exists()
@@ -136,7 +136,7 @@ def test_training_job_with_two_ranks_under_srun_matches_one_process(tmp_path, lo
     (ddp / "overlay.yaml").write_text(yaml.safe_dump(overlay))
     started = time.monotonic()
     proc = run(ddp, *SLURM_ARGS, "--configfile", "config/smoke.yaml", "overlay.yaml", "--", f"{TRAIN_OUT}/train.json")
-    assert proc.returncode == 0, output(proc)[-6000:]
+    assert proc.returncode == 0, output(proc)[-6000:] + "\n" + slurm.diagnosis(local_cluster)
     ddp_seconds = time.monotonic() - started
     log = (ddp / "results/nar_dit/logs/train/dit_seed0.log").read_text()
     assert "rank 0 of world size 2" in log and "rank 1 of world size 2" in log, log[-3000:]
@@ -179,7 +179,7 @@ def test_warning_signal_saves_a_checkpoint_and_the_rerun_finishes_with_the_unint
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, log[-6000:]
+    assert proc.returncode == 0, log[-6000:] + "\n" + slurm.diagnosis(local_cluster)
     # the first attempt failed after saving; Snakemake's retry resumed from its checkpoint
     assert "Trying to restart job" in log or "attempt 2" in log.lower() or log.count("has been submitted") >= 3, log[-4000:]
     resumed = (wf / "results/nar_dit/logs/train/dit_seed0.log").read_text()

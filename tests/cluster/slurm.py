@@ -172,6 +172,21 @@ def stalled_system_munged():
             _stop(pidfile)
 
 
+def diagnosis(state: Path, lines: int = 40) -> str:
+    """What a failed cluster test needs to be understood: the daemons' answers and log tails."""
+    parts = []
+    for cmd in (["scontrol", "ping"], ["sinfo", "-N", "-o", "%N %T %E"], ["squeue", "-h", "-t", "all", "-o", "%i %j %T %r %M"]):
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+            parts.append(f"$ {' '.join(cmd)} (rc {done.returncode})\n{done.stdout}{done.stderr}")
+        except subprocess.TimeoutExpired:
+            parts.append(f"$ {' '.join(cmd)}: no answer within 20 s")
+    for log in (state / "slurmctld.log", state / "slurmd.log", munge_socket(state).parent / "munged.log"):
+        tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else ["(missing)"]
+        parts.append(f"--- {log.name}\n" + "\n".join(tail))
+    return "\n".join(parts)
+
+
 def jobs_seen() -> list[dict[str, str]]:
     """The jobs slurmctld knows, finished ones included (kept MinJobAge seconds after they end)."""
     out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%P|%k"], capture_output=True, text=True,
