@@ -14,6 +14,10 @@ $(STAMP): envs/requirements.lock pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r envs/requirements.lock
 	$(VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+	# dcor compiles its numba kernels at import (about 50 CPU-seconds) into a cache: compile them once here, so
+	# parallel jobs and test workers load them instead of compiling them at the same time (a test worker
+	# that did so from a fresh clone aborted inside LLVM)
+	$(VENV)/bin/python -c "import dcor"
 	touch $(STAMP)
 
 run: $(STAMP)
