@@ -39,7 +39,10 @@ reference: $(STAMP)
 	$(VENV)/bin/neurips26 readme --summary reference/summary.csv
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	# loadfile: one worker per test file, so the cluster tests (one file) share one SLURM cluster and the
+	# smoke DAG's tests (test_workflow.py) its folder. loadgroup would be the finer choice, but with pytest 9.2
+	# xdist 3.8 cannot write the group into the test ids and silently spreads a group over both workers
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 smoke: $(STAMP)
 	$(VENV)/bin/snakemake --cores 2 --profile profiles/default --configfile config/smoke.yaml

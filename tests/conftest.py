@@ -27,9 +27,12 @@ def pytest_configure(config):
         smoke_runs.base()
 
 
-# Tests that must share one xdist worker (`make test` runs `--dist loadgroup`): the cluster tests
+# Tests that must share one xdist worker: the cluster tests
 # share one SLURM cluster (a module fixture) and install daemons with apt-get, which takes a lock;
-# the smoke DAG's tests rerun Snakemake in its one folder.
+# the smoke DAG's tests rerun Snakemake in its one folder. `make test` runs `--dist loadfile`, which keeps
+# each group together as each is one file (test_cluster.py; the smoke tests are in test_workflow.py): with
+# pytest 9.2, xdist 3.8's `--dist loadgroup` no longer puts the group into the test ids and spreads these
+# marks' groups over the workers. The marks stay for a --dist loadgroup that works again.
 GROUPS = {"cluster": lambda item: item.path.name == "test_cluster.py",
           "smoke": lambda item: "smoke" in getattr(item, "fixturenames", ())}
 
