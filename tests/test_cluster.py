@@ -22,11 +22,18 @@ SECOND = next((p for p in ("sparse_halfspace", "abmf", "anchor_pca", "crl_spectr
               next((p for p in ENABLED if p != FIRST), None))
 
 
-def run(cwd: Path, *args: str, env_extra: dict | None = None, timeout: int = 1200) -> subprocess.CompletedProcess:
+def cluster_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a Snakemake run here: no inherited tracking, parent run or
+    SLURM job variables, no progress bars, and the local cluster's sacct (slurm.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT", "SLURM_"))}
     env["NEURIPS26_PROGRESS"] = "0"
     env["PATH"] = slurm.path_with_sacct_from_squeue(env["PATH"])
-    env.update(env_extra or {})
+    env.update(extra)
+    return env
+
+
+def run(cwd: Path, *args: str, env_extra: dict | None = None, timeout: int = 1200) -> subprocess.CompletedProcess:
+    env = cluster_env(**(env_extra or {}))
     return subprocess.run(["timeout", "-k", "20", str(timeout), SNAKEMAKE, *args], cwd=cwd, env=env,
                           capture_output=True, text=True)
 
@@ -161,10 +168,8 @@ def test_warning_signal_saves_a_checkpoint_and_the_rerun_finishes_with_the_unint
     (wf / "overlay.yaml").write_text(yaml.safe_dump({**TWO_RANKS, **ALLOW_SQLITE}))
     pause = tmp_path / "paused"
     before = {j["id"] for j in slurm.jobs_seen()}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT", "SLURM_"))}
     # the job waits before its 13th batch (of 20) until the signal comes
-    env.update(NEURIPS26_PROGRESS="0", NEURIPS26_PAUSE_AT_STEP="12", NEURIPS26_PAUSE_FILE=str(pause),
-               PATH=slurm.path_with_sacct_from_squeue(env["PATH"]))
+    env = cluster_env(NEURIPS26_PAUSE_AT_STEP="12", NEURIPS26_PAUSE_FILE=str(pause))
     proc = subprocess.Popen(["timeout", "-k", "20", "900", SNAKEMAKE, *SLURM_ARGS, "--configfile", "config/smoke.yaml",
                              "overlay.yaml", "--", f"{TRAIN_OUT}/train.json"],
                             cwd=wf, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
