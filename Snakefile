@@ -43,13 +43,16 @@ include: "workflow/rules/report.smk"
 
 onstart:
     start_tracking()
+    start_warm()
 
 
 onsuccess:
+    stop_warm()
     end_tracking("FINISHED")
 
 
 onerror:
+    stop_warm()
     end_tracking("FAILED")
 
 

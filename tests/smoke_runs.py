@@ -50,14 +50,15 @@ def copy_workflow(dest: Path) -> Path:
 
 
 def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT", "NEURIPS26_WARM"))}
     env["NEURIPS26_PROGRESS"] = "0"
     return env
 
 
-def snakemake(cwd: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
-    return subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=clean_env(), capture_output=True, text=True,
-                          timeout=timeout)
+def snakemake(cwd: Path, *args: str, timeout: int = 1500, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Snakemake in `cwd` with a clean environment, plus `env`."""
+    return subprocess.run([SNAKEMAKE, *args], cwd=cwd, env={**clean_env(), **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def output(proc: subprocess.CompletedProcess) -> str:

@@ -78,6 +78,9 @@ def smoke():
     return smoke_runs.result("smoke")
 
 
+WARM_LOG = ".snakemake/log/neurips26-warm-start.log"
+
+
 @pytest.mark.workflow
 def test_smoke_dag_outputs(smoke):
     wf, _ = smoke
@@ -90,6 +93,9 @@ def test_smoke_dag_outputs(smoke):
         assert f"| {paper} |" in summary
     assert "Scale: smoke." in summary
     assert (results / "compare.md").exists()
+    # every job was a fork of the warm-start server
+    warm_log = (wf / WARM_LOG).read_text()
+    assert "preloaded" in warm_log and "starts a fresh process" not in warm_log, warm_log
 
 
 @pytest.mark.workflow
@@ -152,7 +158,8 @@ def test_smoke_dag_rerun_has_nothing_to_do_and_report_renders(smoke):
 def test_smoke_dag_jobs_rerun_from_scratch_to_identical_metrics(smoke, tmp_path):
     """The fastest metrics job of every paper, forced to run again in a copy of the finished
     smoke run (its checkpoints were removed when it succeeded, so training runs again), writes
-    the same bytes."""
+    the same bytes. The smoke run's jobs were forks of the warm-start server, the reruns are
+    fresh processes: a fork computes what a fresh process does."""
     first, _ = smoke
     again = tmp_path / "again"
     shutil.copytree(first, again, symlinks=True, ignore=shutil.ignore_patterns("mlartifacts"))
@@ -166,8 +173,10 @@ def test_smoke_dag_jobs_rerun_from_scratch_to_identical_metrics(smoke, tmp_path)
     targets = sorted(j["output"] for j in fastest.values())
     before = {t: (again / t).read_bytes() for t in targets}
     rules = sorted({j["rule"] for j in fastest.values()})
-    proc = snakemake(again, *targets, "--cores", "2", "--profile", "profiles/default", *args, "--forcerun", *rules)
+    proc = snakemake(again, *targets, "--cores", "2", "--profile", "profiles/default", *args, "--forcerun", *rules,
+                     env={"NEURIPS26_WARM_START": "0"})
     assert proc.returncode == 0, output(proc)[-6000:]
+    assert (again / WARM_LOG).read_text() == (first / WARM_LOG).read_text(), "the reruns were forks of a server"
     ran = [line for line in output(proc).splitlines() if line.startswith("Finished jobid")]
     assert len(ran) == len(targets), output(proc)[-3000:]
     for t in targets:

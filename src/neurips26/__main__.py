@@ -1,14 +1,13 @@
-import logging
-import os
 import sys
 
-from .cli import main
+from .core import warm
 
-rc = main()
-# A finished job has ended its MLflow run and written its outputs atomically; tearing down
-# torch's and MLflow's modules at exit would add about a second to every job, so the process
-# ends here once its streams are flushed. Errors (SystemExit, exceptions) exit the usual way.
-logging.shutdown()
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(rc or 0)
+# In a job of a local run with a warm-start server (core/warm.py), a fork of that server runs
+# the command; otherwise this process does.
+rc = warm.run_through_server(sys.argv[1:])
+if rc is not None:
+    sys.exit(rc)
+
+from .cli import finish, main  # noqa: E402
+
+finish(main())

@@ -106,8 +106,21 @@ def _run_step(paper: str, step: str, args) -> int:
     for folder in job_context.finish():
         print(f"neurips26 {paper} {step}: outputs written, removed the checkpoints in {folder} "
               f"(keep_checkpoints: true keeps them)")
-    print(f"neurips26 {paper} {step}: done in {time.perf_counter() - started:.1f}s -> {out}")
+    cpu, peak_mb = _own_usage()
+    print(f"neurips26 {paper} {step}: done in {time.perf_counter() - started:.1f}s "
+          f"(cpu {cpu:.1f}s, peak memory {peak_mb:.0f} MB) -> {out}")
     return 0
+
+
+def _own_usage() -> tuple[float, float]:
+    """CPU seconds of this process and the children it waited for, and its peak resident memory
+    in MB. Reported by the step itself: under a warm start (core/warm.py) Snakemake's benchmark
+    measures only the client that waits for it."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return cpu, max(own.ru_maxrss, children.ru_maxrss) / 1024
 
 
 def _files_under(out: Path) -> set[Path]:
@@ -291,6 +304,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("readme", "reference", "compare"):
         return {"readme": _readme, "reference": _reference, "compare": _compare}[args.command](args)
     return _run_step(args.command, args.step, args)
+
+
+def finish(rc: int | None) -> None:
+    """End the process after a command returned. A finished job has ended its MLflow run and
+    written its outputs atomically; tearing down torch's and MLflow's modules at exit would add
+    about a second to every job, so the process ends here once its streams are flushed. Errors
+    (SystemExit, exceptions) never reach this and exit the usual way."""
+    import logging
+    import os
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc or 0)
 
 
 if __name__ == "__main__":

@@ -278,6 +278,26 @@ def end_tracking(status):
     tracking.end_invocation(status)
 
 
+_WARM = {}
+
+
+def start_warm():
+    """A local run's jobs are forks of one process that imported torch, Lightning and MLflow once
+    (src/neurips26/core/warm.py); NEURIPS26_WARM_START=0 turns it off. Not for cluster jobs (other
+    machines) nor under --sdm (the jobs' own environments)."""
+    from neurips26.core import warm
+
+    if workflow.non_local_exec or workflow.remote_exec or workflow.deployment_settings.deployment_method:
+        return
+    _WARM["server"] = warm.start(Path(".snakemake/log/neurips26-warm-start.log"), threads=THREADS)
+
+
+def stop_warm():
+    from neurips26.core import warm
+
+    warm.stop(_WARM.pop("server", None))
+
+
 # Shared language-model assets (rules in shared.smk): where they land, and the helpers their
 # rules and the papers using them need.
 LM_ASSETS = "results/lm_assets"

@@ -1,0 +1,359 @@
+"""Warm start: one process per local Snakemake run imports the heavy libraries once, and every
+job of the run is a fork of it.
+
+A job otherwise pays, before its work, for `import lightning` (about 11 s on a 2-core machine),
+`import mlflow` (3 s) and torch (3 s): on the smoke DAG those imports are most of the CPU time.
+The Snakefile's `onstart:` starts `serve` for a local run; each job's `python -m neurips26 ...`
+is then a small client that hands its arguments, environment, working folder and standard
+streams (the job's log) to the server over a Unix socket, and waits for the exit status of the
+forked process that runs the step. The fork starts from a process that has only imported
+modules (no thread, no CUDA context, no open store), seeds itself from its params as a fresh
+process does, and exits the way the CLI does (`__main__`).
+
+The client runs the command itself, as before, when no server is announced in its environment
+(SLURM jobs, `--sdm conda`, `NEURIPS26_WARM_START=0`), when the server cannot be reached, or when
+its environment differs from the server's in a variable that libraries read once at import
+(thread counts of the BLAS and OpenMP runtimes, Hugging Face and torch settings, ...).
+
+Signals the client receives (Snakemake stopping a job) go on to the fork's process group.
+Because Snakemake's `benchmark:` measures the client, the CLI's closing line reports the step
+process's own CPU time and peak memory (`benchmarks/dag_profile.py` reads them there).
+
+Kept free of heavy imports at the top: the client runs in every job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SOCKET_ENV = "NEURIPS26_WARM_SOCKET"
+SWITCH_ENV = "NEURIPS26_WARM_START"
+# what the server imports once; a job imports the rest (its paper's step module) itself
+PRELOAD = ("numpy", "pandas", "scipy.stats", "scipy.optimize", "sklearn", "torch", "lightning", "mlflow",
+           "mlflow.store.tracking.sqlalchemy_store", "matplotlib.pyplot", "transformers", "neurips26.cli")
+# variables read once, when a library is imported or initialised: a job whose value differs from
+# the server's runs in a fresh process instead
+IMPORT_TIME_PREFIXES = ("OMP_", "GOTO_", "OPENBLAS_", "MKL_", "VECLIB_", "NUMEXPR_", "KMP_", "HF_", "TRANSFORMERS_",
+                        "TOKENIZERS_", "TORCH", "PYTORCH_", "CUDA_", "CUBLAS_", "NVIDIA_", "MPL", "MLFLOW_CONFIGURE",
+                        "PYTHON", "LD_", "NUMBA_", "DISABLE_", "DO_NOT_TRACK")
+HEADER = struct.Struct("!I")
+
+
+def enabled_by_env(env: dict | None = None) -> bool:
+    """False when NEURIPS26_WARM_START says 0/false/no/off."""
+    value = (env if env is not None else os.environ).get(SWITCH_ENV, "1").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
+def import_time_env(env: dict) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES)}
+
+
+# ---------------------------------------------------------------- client (every job)
+
+def _recv_line(sock: socket.socket, buffer: bytearray) -> str | None:
+    while b"\n" not in buffer:
+        try:
+            chunk = sock.recv(4096)
+        except InterruptedError:  # pragma: no cover (PEP 475 retries recv itself)
+            continue
+        if not chunk:
+            return None
+        buffer += chunk
+    line, _, rest = bytes(buffer).partition(b"\n")
+    buffer[:] = rest
+    return line.decode()
+
+
+def run_through_server(argv: list[str]) -> int | None:
+    """Run `neurips26 <argv>` in a fork of the server announced in the environment and return its
+    exit status; None when there is no server to use (the caller then runs the command itself)."""
+    path = os.environ.get(SOCKET_ENV)
+    if not path or not enabled_by_env():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    message = HEADER.pack(len(payload)) + payload
+    try:
+        sent = socket.send_fds(sock, [message], [0, 1, 2])
+        sock.sendall(message[sent:])
+    except OSError:
+        sock.close()
+        return None
+    buffer = bytearray()
+    first = _recv_line(sock, buffer)
+    if first is None or first == "direct":
+        sock.close()
+        return None
+    pid = int(first.split()[1])
+
+    def forward(signum, _frame):
+        try:
+            os.killpg(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, forward)
+    last = _recv_line(sock, buffer)
+    sock.close()
+    if last is None:
+        print(f"neurips26: the warm-start server at {path} stopped before the job's process {pid} ended",
+              file=sys.stderr)
+        return 1
+    return int(last.split()[1])
+
+
+# ---------------------------------------------------------------- server (one per local run)
+
+def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    conn.settimeout(30)
+    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+    buffer = bytearray(data)
+    while len(buffer) < HEADER.size:
+        buffer += conn.recv(1 << 16)
+    (size,) = HEADER.unpack_from(buffer)
+    while len(buffer) < HEADER.size + size:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("client closed the connection mid-request")
+        buffer += chunk
+    conn.settimeout(None)
+    return json.loads(bytes(buffer[HEADER.size:HEADER.size + size])), list(fds)
+
+
+def _preload(modules) -> None:
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # an optional library missing: its jobs import what they need
+            print(f"neurips26 warm start: not preloaded: {name} ({exc})", flush=True)
+    import threading
+
+    if threading.active_count() != 1:
+        raise RuntimeError(f"preloading started threads {threading.enumerate()}: forks would inherit a broken state")
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        raise RuntimeError("preloading initialised CUDA, which a fork cannot use")
+
+
+def _exit_status(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def serve(path: str, modules=PRELOAD, idle_exit: float | None = None) -> tuple[dict, list[int]] | None:
+    """Listen on `path`, preload `modules`, then fork one process per request. Returns in a fork
+    with its request (the caller runs it), and in the server when it stops: on SIGTERM, when
+    the process that started it is gone, or after `idle_exit` seconds without a job."""
+    parent, server_pid = os.getppid(), os.getpid()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(128)  # clients may connect and queue while the server preloads
+    started, before = time.perf_counter(), dict(os.environ)
+    _preload(modules)
+    # variables the libraries set for themselves while importing, as they would in a fresh job
+    set_by_imports = {k: v for k, v in os.environ.items() if k not in before}
+    print(f"neurips26 warm start: preloaded {len(modules)} modules in {time.perf_counter() - started:.1f}s, "
+          f"serving {path}", flush=True)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    os.set_blocking(wake_r, False)
+    stopping = []
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches Snakemake and the clients, which stop the jobs
+    clients: dict[int, socket.socket] = {}
+    last_job = time.monotonic()
+    try:
+        while not stopping and os.getppid() == parent:
+            if idle_exit is not None and not clients and time.monotonic() - last_job > idle_exit:
+                break
+            try:
+                ready, _, _ = select.select([listener, wake_r], [], [], 1.0)
+            except InterruptedError:  # pragma: no cover
+                ready = []
+            if wake_r in ready:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+            _reap(clients)
+            if listener not in ready:
+                continue
+            conn, _ = listener.accept()
+            last_job = time.monotonic()
+            try:
+                request, fds = _receive(conn)
+            except (OSError, ValueError, ConnectionError) as exc:
+                print(f"neurips26 warm start: bad request: {exc}", flush=True)
+                conn.close()
+                continue
+            theirs, ours = import_time_env(request["env"]), import_time_env(before)
+            if theirs != ours:
+                differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+                print(f"neurips26 warm start: {' '.join(request['argv'][:2])} starts a fresh process: "
+                      f"its environment differs in {', '.join(differ)}", flush=True)
+                conn.sendall(b"direct\n")
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
+                continue
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                os.close(wake_r)
+                os.close(wake_w)
+                for other in clients.values():
+                    other.close()
+                conn.close()
+                request["env"] = {**set_by_imports, **request["env"]}
+                return request, fds
+            for fd in fds:
+                os.close(fd)
+            conn.sendall(f"pid {pid}\n".encode())
+            clients[pid] = conn
+    finally:
+        if os.getpid() == server_pid:  # not in a fork, which returned its request above
+            _shutdown(listener, path, clients)
+    return None
+
+
+def _reap(clients: dict[int, socket.socket]) -> None:
+    while clients:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = clients.pop(pid, None)
+        if conn is not None:
+            try:
+                conn.sendall(f"exit {_exit_status(status)}\n".encode())
+            except OSError:  # the client is gone (killed): nothing to tell
+                pass
+            conn.close()
+
+
+def _shutdown(listener: socket.socket, path: str, clients: dict[int, socket.socket]) -> None:
+    listener.close()
+    Path(path).unlink(missing_ok=True)
+    for pid in list(clients):  # forks still running when the run stops go with it
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while clients and time.monotonic() < deadline:
+        _reap(clients)
+        time.sleep(0.05)
+    for conn in clients.values():
+        conn.close()
+
+
+def run_request(request: dict, fds: list[int]) -> None:
+    """In the fork: become the job (its streams, folder, environment, arguments), run the CLI
+    and exit as `python -m neurips26` does."""
+    os.setpgrp()  # the client forwards its signals to this group
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds[:3]):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile.tempdir = None  # TMPDIR may be the job's own
+    sys.argv = ["neurips26", *request["argv"]]
+    from neurips26.cli import main, finish
+
+    finish(main(request["argv"]))
+
+
+# what Snakemake sets for a job's shell to its rule's threads (snakemake/shell.py)
+SNAKEMAKE_THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                         "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def start(log_path: Path, threads: int = 1) -> tuple[object, str] | None:
+    """Start a server for this process's run (from the Snakefile's `onstart:`) and announce its
+    socket to the jobs through the environment. The server's environment is that of a job with
+    `threads` threads (jobs with another count start fresh processes). Returns (process, socket
+    path), or None when NEURIPS26_WARM_START turns it off or the server fails to start."""
+    import subprocess
+
+    if not enabled_by_env():
+        return None
+    folder = tempfile.mkdtemp(prefix="neurips26-warm-")  # short: a socket path has at most 107 bytes
+    path = os.path.join(folder, "socket")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        env = dict(os.environ, **{name: str(threads) for name in SNAKEMAKE_THREAD_VARS})
+        proc = subprocess.Popen([sys.executable, "-m", "neurips26.core.warm", path], stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path):  # bound before preloading: jobs may connect at once
+        if proc.poll() is not None or time.monotonic() > deadline:
+            print(f"neurips26 warm start: the server did not start (see {log_path}); jobs start fresh processes",
+                  file=sys.stderr)
+            return None
+        time.sleep(0.02)
+    os.environ[SOCKET_ENV] = path
+    return proc, path
+
+
+def stop(server) -> None:
+    """Stop the server that `start` returned (from `onsuccess:`/`onerror:`)."""
+    if not server:
+        return
+    proc, path = server
+    os.environ.pop(SOCKET_ENV, None)
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except Exception:
+        proc.kill()
+    Path(path).unlink(missing_ok=True)
+    try:
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1:
+        raise SystemExit("usage: python -m neurips26.core.warm SOCKET_PATH")
+    job = serve(argv[0])
+    if job is not None:
+        run_request(*job)
+
+
+if __name__ == "__main__":
+    main()
