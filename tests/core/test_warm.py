@@ -28,7 +28,8 @@ SERVER = textwrap.dedent("""
     def probe(argv):
         if argv[0] == "echo":
             print(json.dumps({"cwd": os.getcwd(), "argv": argv, "probe": os.environ.get("PROBE"), "pid": os.getpid(),
-                              "pgid": os.getpgrp(), "set_by_imports": os.environ.get("SET_BY_IMPORT")}))
+                              "pgid": os.getpgrp(), "set_by_imports": os.environ.get("SET_BY_IMPORT"),
+                              "argv0": sys.argv[0], "main": sys.modules["__main__"].__spec__.name}))
             print("to stderr", file=sys.stderr)
             return int(argv[1])
         if argv[0] == "sleep":
@@ -80,6 +81,8 @@ def test_a_fork_runs_the_job_with_its_folder_environment_streams_and_exit_status
     assert seen["cwd"] == str(job) and seen["argv"] == ["echo", "3"] and seen["probe"] == "the job's"
     assert seen["pid"] != proc.pid and seen["pgid"] == seen["pid"], "the fork leads its own process group"
     assert seen["set_by_imports"] == "yes", "what the libraries set while importing reaches the job"
+    # as under `python -m neurips26`, for code that relaunches the command (Lightning's DDP launcher)
+    assert seen["main"] == "neurips26.__main__" and seen["argv0"].endswith("neurips26/__main__.py")
     assert err.strip() == "to stderr"
 
 

@@ -290,8 +290,15 @@ def run_request(request: dict, fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     tempfile.tempdir = None  # TMPDIR may be the job's own
-    sys.argv = ["neurips26", *request["argv"]]
-    from neurips26.cli import main, finish
+    # look like `python -m neurips26` to code that relaunches the command (Lightning's DDP launcher)
+    import importlib.util
+
+    import __main__
+
+    spec = importlib.util.find_spec("neurips26.__main__")
+    __main__.__spec__ = spec
+    sys.argv = [spec.origin, *request["argv"]]
+    from neurips26.cli import finish, main
 
     finish(main(request["argv"]))
 
