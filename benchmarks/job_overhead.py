@@ -50,7 +50,7 @@ PROBES = {
 
 
 WARM_PRELOAD = "warm-start server: preloading once (torch, Lightning, MLflow, ...)"
-WARM_CLIENT = "a command through the warm-start server (neurips26 --help in a fork)"
+WARM_CLIENT = "a command through the warm-start server (neurips26 list in a fork)"
 
 
 def timed(args: list[str], repeats: int, env: dict | None = None) -> float:
@@ -78,7 +78,7 @@ def warm_costs(repeats: int) -> dict[str, float]:
             found = re.search(r"preloaded \d+ modules in ([0-9.]+)s", line)
             if not found:
                 raise SystemExit(f"job_overhead: the warm-start server did not start: {line}{server.stdout.read()}")
-            client = timed(["-m", "neurips26", "--help"], repeats, env={**env, warm.SOCKET_ENV: path})
+            client = timed(["-m", "neurips26", "list"], repeats, env={**env, warm.SOCKET_ENV: path})
         finally:
             server.terminate()
             server.wait(timeout=30)

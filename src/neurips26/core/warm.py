@@ -300,7 +300,17 @@ def run_request(request: dict, fds: list[int]) -> None:
     sys.argv = [spec.origin, *request["argv"]]
     from neurips26.cli import finish, main
 
-    finish(main(request["argv"]))
+    # as the interpreter ends on an error, without tearing down the preloaded modules (seconds)
+    try:
+        rc = main(request["argv"])
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) or exc.code is None else 1
+        if not (isinstance(exc.code, int) or exc.code is None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        rc = 1
+    finish(rc)
 
 
 # what Snakemake sets for a job's shell to its rule's threads (snakemake/shell.py)
