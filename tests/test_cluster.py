@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from cluster import mlflow_server, slurm
-from test_workflow import SNAKEMAKE, copy_workflow, output
+from test_workflow import SNAKEMAKE, clean_env, copy_workflow, output
 
 ROOT = Path(__file__).resolve().parents[1]
 # the paper every run uses, and a second one for the SLURM run (the cheapest other enabled paper)
@@ -23,10 +23,9 @@ SECOND = next((p for p in ("sparse_halfspace", "abmf", "anchor_pca", "crl_spectr
 
 
 def cluster_env(**extra: str) -> dict[str, str]:
-    """This process's environment for a Snakemake run here: no inherited tracking, parent run or
-    SLURM job variables, no progress bars, and the local cluster's sacct (slurm.py)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "NEURIPS26_PARENT", "SLURM_"))}
-    env["NEURIPS26_PROGRESS"] = "0"
+    """The smoke runs' clean environment (smoke_runs.clean_env) without inherited SLURM job
+    variables, and with the local cluster's sacct (slurm.py)."""
+    env = {k: v for k, v in clean_env().items() if not k.startswith("SLURM_")}
     env["PATH"] = slurm.path_with_sacct_from_squeue(env["PATH"])
     env.update(extra)
     return env

@@ -18,7 +18,7 @@ from neurips26.core.cost import stand_in_paths
 from neurips26.core.io import read_csv
 
 import smoke_runs
-from smoke_runs import ROOT, SNAKEMAKE, copy_workflow, output, snakemake  # noqa: F401 (used by test_reruns, test_cluster)
+from smoke_runs import ROOT, SNAKEMAKE, clean_env, copy_workflow, output, snakemake  # noqa: F401 (used by test_reruns, test_cluster)
 
 
 def test_lint_passes():

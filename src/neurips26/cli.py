@@ -307,10 +307,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def finish(rc: int | None) -> None:
-    """End the process after a command returned. A finished job has ended its MLflow run and
-    written its outputs atomically; tearing down torch's and MLflow's modules at exit would add
-    about a second to every job, so the process ends here once its streams are flushed. Errors
-    (SystemExit, exceptions) never reach this and exit the usual way."""
+    """End the process with status `rc`. A finished job has ended its MLflow run and written its
+    outputs atomically; tearing down torch's and MLflow's modules at exit would add about a second
+    to every job, so the process ends here once its streams are flushed. In a fresh process an
+    error (SystemExit, exception) exits the usual way; a warm-start fork ends through here in
+    both cases (core/warm.py), as tearing down its preloaded modules takes seconds."""
     import logging
     import os
 

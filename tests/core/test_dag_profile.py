@@ -2,7 +2,6 @@
 time and CPU time from the CLI's closing line in its log (a warm-started job's benchmark measures
 only its client)."""
 
-import math
 import sys
 from pathlib import Path
 
@@ -23,4 +22,3 @@ def test_step_and_cpu_time_come_from_the_log_when_it_reports_them(tmp_path):
     found = {j["wildcards"]["variant"]: j for j in dag_profile.jobs(rules, tmp_path)}
     assert found["warm"]["seconds"] == 8.1 and found["warm"]["step"] == 7.5 and found["warm"]["cpu"] == 6.2
     assert found["old"]["step"] == 4.0 and found["old"]["cpu"] == 0.04, "without the CPU in the log, the benchmark's"
-    assert not math.isnan(found["old"]["cpu"])

@@ -1,8 +1,8 @@
 """Warm start: one process per local Snakemake run imports the heavy libraries once, and every
 job of the run is a fork of it.
 
-A job otherwise pays, before its work, for `import lightning` (about 11 s on a 2-core machine),
-`import mlflow` (3 s) and torch (3 s): on the smoke DAG those imports are most of the CPU time.
+A job otherwise pays, before its work, for `import lightning` (7 to 11 s on a 2-core machine),
+`import mlflow` (2 to 3 s) and torch (3 s): on the smoke DAG those imports are most of the CPU time.
 The Snakefile's `onstart:` starts `serve` for a local run; each job's `python -m neurips26 ...`
 is then a small client that hands its arguments, environment, working folder and standard
 streams (the job's log) to the server over a Unix socket, and waits for the exit status of the
@@ -44,14 +44,20 @@ PRELOAD = ("numpy", "pandas", "scipy.stats", "scipy.optimize", "sklearn", "torch
 # the server's runs in a fresh process instead
 IMPORT_TIME_PREFIXES = ("OMP_", "GOTO_", "OPENBLAS_", "MKL_", "VECLIB_", "NUMEXPR_", "KMP_", "HF_", "TRANSFORMERS_",
                         "TOKENIZERS_", "TORCH", "PYTORCH_", "CUDA_", "CUBLAS_", "NVIDIA_", "MPL", "MLFLOW_CONFIGURE",
-                        "PYTHON", "LD_", "NUMBA_", "DISABLE_", "DO_NOT_TRACK")
+                        "PYTHON", "LD_", "NUMBA_", "DO_NOT_TRACK")
+SNAKEMAKE_THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                         "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 HEADER = struct.Struct("!I")
 
 
-def enabled_by_env(env: dict | None = None) -> bool:
+def enabled_by_env() -> bool:
     """False when NEURIPS26_WARM_START says 0/false/no/off."""
-    value = (env if env is not None else os.environ).get(SWITCH_ENV, "1").strip().lower()
-    return value not in ("0", "false", "no", "off")
+    return os.environ.get(SWITCH_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The thread variables Snakemake sets for a job of `threads` threads (snakemake/shell.py)."""
+    return {name: str(threads) for name in SNAKEMAKE_THREAD_VARS}
 
 
 def import_time_env(env: dict) -> dict[str, str]:
@@ -62,10 +68,7 @@ def import_time_env(env: dict) -> dict[str, str]:
 
 def _recv_line(sock: socket.socket, buffer: bytearray) -> str | None:
     while b"\n" not in buffer:
-        try:
-            chunk = sock.recv(4096)
-        except InterruptedError:  # pragma: no cover (PEP 475 retries recv itself)
-            continue
+        chunk = sock.recv(4096)
         if not chunk:
             return None
         buffer += chunk
@@ -124,14 +127,12 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     conn.settimeout(30)
     data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
     buffer = bytearray(data)
-    while len(buffer) < HEADER.size:
-        buffer += conn.recv(1 << 16)
-    (size,) = HEADER.unpack_from(buffer)
-    while len(buffer) < HEADER.size + size:
+    while len(buffer) < HEADER.size or len(buffer) < HEADER.size + HEADER.unpack_from(buffer)[0]:
         chunk = conn.recv(1 << 16)
         if not chunk:
             raise ConnectionError("client closed the connection mid-request")
         buffer += chunk
+    (size,) = HEADER.unpack_from(buffer)
     conn.settimeout(None)
     return json.loads(bytes(buffer[HEADER.size:HEADER.size + size])), list(fds)
 
@@ -159,10 +160,10 @@ def _exit_status(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
-def serve(path: str, modules=PRELOAD, idle_exit: float | None = None) -> tuple[dict, list[int]] | None:
+def serve(path: str, modules=PRELOAD) -> tuple[dict, list[int]] | None:
     """Listen on `path`, preload `modules`, then fork one process per request. Returns in a fork
-    with its request (the caller runs it), and in the server when it stops: on SIGTERM, when
-    the process that started it is gone, or after `idle_exit` seconds without a job."""
+    with its request (the caller runs it), and in the server when it stops: on SIGTERM, or when
+    the process that started it is gone."""
     parent, server_pid = os.getppid(), os.getpid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -182,15 +183,9 @@ def serve(path: str, modules=PRELOAD, idle_exit: float | None = None) -> tuple[d
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches Snakemake and the clients, which stop the jobs
     clients: dict[int, socket.socket] = {}
-    last_job = time.monotonic()
     try:
         while not stopping and os.getppid() == parent:
-            if idle_exit is not None and not clients and time.monotonic() - last_job > idle_exit:
-                break
-            try:
-                ready, _, _ = select.select([listener, wake_r], [], [], 1.0)
-            except InterruptedError:  # pragma: no cover
-                ready = []
+            ready, _, _ = select.select([listener, wake_r], [], [], 1.0)
             if wake_r in ready:
                 try:
                     while os.read(wake_r, 512):
@@ -201,7 +196,6 @@ def serve(path: str, modules=PRELOAD, idle_exit: float | None = None) -> tuple[d
             if listener not in ready:
                 continue
             conn, _ = listener.accept()
-            last_job = time.monotonic()
             try:
                 request, fds = _receive(conn)
             except (OSError, ValueError, ConnectionError) as exc:
@@ -304,18 +298,14 @@ def run_request(request: dict, fds: list[int]) -> None:
     try:
         rc = main(request["argv"])
     except SystemExit as exc:
-        rc = exc.code if isinstance(exc.code, int) or exc.code is None else 1
-        if not (isinstance(exc.code, int) or exc.code is None):
-            print(exc.code, file=sys.stderr)
+        rc = exc.code
+        if not (rc is None or isinstance(rc, int)):
+            print(rc, file=sys.stderr)
+            rc = 1
     except BaseException:
         sys.excepthook(*sys.exc_info())
         rc = 1
     finish(rc)
-
-
-# what Snakemake sets for a job's shell to its rule's threads (snakemake/shell.py)
-SNAKEMAKE_THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                         "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 def start(log_path: Path, threads: int = 1) -> tuple[object, str] | None:
@@ -331,7 +321,7 @@ def start(log_path: Path, threads: int = 1) -> tuple[object, str] | None:
     path = os.path.join(folder, "socket")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        env = dict(os.environ, **{name: str(threads) for name in SNAKEMAKE_THREAD_VARS})
+        env = dict(os.environ, **thread_env(threads))
         proc = subprocess.Popen([sys.executable, "-m", "neurips26.core.warm", path], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 30
@@ -347,6 +337,8 @@ def start(log_path: Path, threads: int = 1) -> tuple[object, str] | None:
 
 def stop(server) -> None:
     """Stop the server that `start` returned (from `onsuccess:`/`onerror:`)."""
+    import subprocess
+
     if not server:
         return
     proc, path = server
@@ -354,7 +346,7 @@ def stop(server) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=20)
-    except Exception:
+    except subprocess.TimeoutExpired:
         proc.kill()
     Path(path).unlink(missing_ok=True)
     try:
