@@ -20,18 +20,7 @@ def _is_worker(config) -> bool:
 
 def pytest_configure(config):
     """Under pytest-xdist the controller makes the shared runs' folder before its workers
-    start, so they all find the same one (tests/smoke_runs.py).
-
-    A process that runs tests computes on one thread: the test processes share the cores with
-    each other and with the background smoke DAG, and torch's and BLAS's thread pools, two
-    threads each by default here, then wait on each other (a test that takes 3 s alone took
-    over 2 minutes inside the suite). The DAG's jobs run on one thread too (threads_per_job)."""
-    if _is_worker(config) or not getattr(config.option, "numprocesses", None):
-        import torch
-        from threadpoolctl import threadpool_limits
-
-        torch.set_num_threads(1)
-        threadpool_limits(1)
+    start, so they all find the same one (tests/smoke_runs.py)."""
     if not _is_worker(config) and getattr(config.option, "numprocesses", None):
         import smoke_runs
 
