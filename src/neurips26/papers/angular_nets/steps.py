@@ -278,7 +278,7 @@ def train(params, inputs, out: Path):
     if v.get("nu_study"):
         base = params["nu_study_method"]
         for nu in params["nu_values"]:
-            # the study's axis is nu itself: N = int(nu d), without the floor of the default layers
+            # N = max(nu_study_min_features, int(nu d)): 0 at default scale, so the axis is nu itself
             spec = method_spec(base, params["methods"][base], params["angular"], params["seed"], nu=nu,
                                min_features=params["nu_study_min_features"])
             same = method_spec(base, params["methods"][base], params["angular"], params["seed"])

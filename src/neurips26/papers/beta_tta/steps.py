@@ -381,7 +381,7 @@ def figures(params, inputs, out: Path):
         stds = [np.std(dom["methods"][m]["accuracy"], ddof=1) if len(params["seeds"]) > 1 else 0 for m in abl]
         ax.barh(abl, means, xerr=stds, color=["#d62728" if m == "beta" else "#ff9896" for m in abl])
         ax.set_xlabel("mean accuracy over corruptions")
-        ax.set_title(f"{v}: BETA ablations (mean ± sd over seeds)")
+        ax.set_title(f"{v}: BETA ablations\n(mean ± sd over seeds)")
     plotting.save(fig, figdir / "ablation.png")
     plt.close("all")
 
