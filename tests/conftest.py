@@ -14,6 +14,17 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture
+def one_torch_thread():
+    """The test on one torch thread, the thread count restored after it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 

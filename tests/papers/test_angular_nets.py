@@ -14,13 +14,8 @@ from neurips26.papers.angular_nets import angular as A
 from neurips26.papers.angular_nets import data as D
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: tiny models on a shared machine run far faster than with several."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# one torch thread: tiny models on a shared machine run far faster than with several
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _unit_pair(d, rho, seed):

@@ -120,15 +120,10 @@ class _LocalGrid:
         return [flower.client_app(m, self.contexts[m.metadata.dst_node_id]) for m in messages]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The in-process reference on one torch thread, as the Flower apps run (`threads` = 1 in
-    their config): float32 reductions change with the thread count, and an earlier test of the
-    suite may have left this process on another one."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# the in-process reference on one torch thread, as the Flower apps run (`threads` = 1 in their
+# config): float32 reductions change with the thread count, and an earlier test of the suite may
+# have left this process on another one
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _compare(ref, res):

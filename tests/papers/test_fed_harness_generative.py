@@ -52,20 +52,12 @@ def test_lm_loss_masks_the_prompt(tiny):
     torch.testing.assert_close(got.double(), total / count, atol=1e-5, rtol=1e-5)
 
 
+# one torch thread: beside the other test worker and the smoke DAG, torch's two-thread pool waited on
+# the busy cores (3 s alone, over 2 minutes inside the suite)
+@pytest.mark.usefixtures("one_torch_thread")
 def test_teacher_forced_exact_match_equals_greedy_decoding(tiny):
     from neurips26.papers.lora_harness.train import decode
 
-    # one thread: beside the other test worker and the smoke DAG, torch's two-thread pool waited on
-    # the busy cores (3 s alone, over 2 minutes inside the suite)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        _teacher_forced_vs_greedy(tiny, decode)
-    finally:
-        torch.set_num_threads(before)
-
-
-def _teacher_forced_vs_greedy(tiny, decode):
     tok, base = tiny
     net = simulation.build_clients(base, [8], tuple(generative.lora_targets(base)), seed=0)[0]
     for p in net.parameters():  # train the whole copy: exact matches within a few hundred steps
