@@ -174,3 +174,29 @@ def test_decoding_stops_at_eos_and_scores_exact_matches(tiny_lm):
     data.test.targets = outs  # the model's own greedy outputs as references score 1
     ev = train.evaluate(model, data, max_new_tokens=5)
     assert ev["exact_match"] == 1.0 and ev["rouge_l"] == pytest.approx(1.0)
+
+
+def test_default_max_lengths_hold_every_generated_sentence(minilm, root):
+    """The default configs pad the generated classification tasks to short lengths: no sentence a
+    default run draws may lose tokens to the truncation in `fed_tasks.encode`."""
+    import yaml
+
+    from neurips26.papers.fed_harness import tasks as fed_tasks
+
+    cfg = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    fla = cfg["fedlora_align"]
+    lengths = {"adapad": (cfg["adapad"]["data"]["max_length"], cfg["adapad"]["data"]["tasks"]),
+               "adaprelora": (cfg["adaprelora"]["classification"]["max_length"], cfg["adaprelora"]["tasks"]),
+               "fedaba": (cfg["fedaba"]["data"]["max_length"], [cfg["fedaba"]["data"]["task"]]),
+               "fedlora_align": (fla["data"]["max_length"], [fla["variants"][v]["task"] for v in fla["run_variants"]])}
+    tok = minilm[0]
+    for paper, (max_length, names) in lengths.items():
+        for task in (t for t in names if t in tasks.CLS_TASKS):
+            for seed in range(3):
+                if task in tasks.PAIR_TASKS:
+                    first, second, _ = tasks.generate_pairs(1000, seed)
+                    ids = tok(first, second)["input_ids"]
+                else:
+                    ids = tok(fed_tasks.generate(task, 1000, seed)[0])["input_ids"]
+                longest = max(len(i) for i in ids)
+                assert longest <= max_length, f"{paper}: a {task} sentence has {longest} tokens > max_length {max_length}"
