@@ -9,9 +9,10 @@ TEST_WORKERS ?= 2
 
 .PHONY: run test smoke report reference clean-results
 
-# pip's find-links (where a machine keeps its CPU build of torch) passed on to uv, which reads no pip config
-FIND_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null))
-UV := $(VENV)/bin/uv pip install -q --python $(VENV)/bin/python $(foreach l,$(FIND_LINKS),--find-links $(l))
+# pip's find-links (where a machine keeps its CPU build of torch) passed on to uv, which reads no pip config;
+# `=`, not `:=`: pip is asked only when the install recipe runs, not on every make
+FIND_LINKS = $(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null))
+UV = $(VENV)/bin/uv pip install -q --python $(VENV)/bin/python $(foreach l,$(FIND_LINKS),--find-links $(l))
 
 $(STAMP): envs/requirements.lock pyproject.toml
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
