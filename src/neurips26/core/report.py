@@ -46,6 +46,16 @@ def _md_table(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
     return lines
 
 
+# columns that summaries written before claims were declared as data lack (read as empty)
+V2_COLUMNS = ("id", "role", "margin", "margin_source", "p_holm", "n_to_decide")
+
+
+def _v1_default(column: str, row: dict) -> str:
+    if column == "role":
+        return "check" if row.get("kind") == "check" else "claim"
+    return ""
+
+
 def counts_line(rows: Sequence[dict]) -> str:
     c = counts(rows)
     checks = c["checks_pass"] + c["checks_fail"] + c["checks_untested"]
@@ -60,10 +70,10 @@ def read_claims(claims_files: Sequence[Path]) -> list[dict]:
     rows = []
     for path in claims_files:
         for row in read_csv(path):
-            missing = [c for c in COLUMNS if c not in row]
+            missing = [c for c in COLUMNS if c not in row and c not in V2_COLUMNS]
             if missing:
                 raise ValueError(f"{path}: claims file lacks columns {missing}")
-            rows.append({c: row[c] for c in COLUMNS})
+            rows.append({c: row.get(c, _v1_default(c, row)) for c in COLUMNS})
     return rows
 
 
