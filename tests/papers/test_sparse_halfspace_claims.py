@@ -1,4 +1,5 @@
-"""sparse_halfspace claims rows say yes on metrics where the claims hold and no where they do not."""
+"""sparse_halfspace claims rows (looked up by id) say yes on metrics where the claims hold and no
+where they do not; the rise rows need their regime control; the exponents are checks."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ HOLDS = {"ours": (0.05, 0.06, 0.12, 0.05), "hinge_no_filter": (0.08, 0.2, 0.3, 0
          "filter_dense": (0.1, 0.33, 0.28, 0.2), "l1_svm": (0.12, 0.17, 0.18, 0.1),
          "sparse_averaging": (0.1, 0.12, 0.3, 0.06), "svm": (0.13, 0.33, 0.27, 0.25),
          "averaging": (0.16, 0.34, 0.35, 0.3)}
-# rows: beats baselines, sparsity, soft filter, attribute efficiency,
-#       per adversary (robust, rises less than sparse averaging), exponent of s, of log d, lower bound
-ROWS = 4 + 2 * len(ADVERSARIES) + 3
+CLAIMS = ["beats_baselines", "sparsity_needed", "soft_filter_needed", "attribute_efficiency",
+          "robust_decoy", "rise_decoy", "robust_boundary_flip", "rise_boundary_flip"]
 
 
 def _summary(table: dict, exponent_s=(1.1, 1.3, 1.2), exponent_log_d=(1.0, 2.0, 1.5), unreached=0) -> dict:
@@ -34,20 +34,24 @@ def _summary(table: dict, exponent_s=(1.1, 1.3, 1.2), exponent_log_d=(1.0, 2.0, 
                            "unreached": unreached, "cells": 27}}
 
 
+def _rows(table, **kw):
+    return {r["id"]: r for r in claim_rows(_summary(table, **kw), "default")}
+
+
 def _verdicts(table, **kw):
-    rows = claim_rows(_summary(table, **kw), "test")
-    assert len(rows) == ROWS
-    return [r["reproduced"] for r in rows]
+    return {id: r["reproduced"] for id, r in _rows(table, **kw).items()}
 
 
 def test_every_row_holds_where_the_claims_hold():
-    assert _verdicts(HOLDS) == ["yes"] * (ROWS - 1) + ["untested"]
+    v = _verdicts(HOLDS)
+    assert [v[i] for i in CLAIMS] == ["yes"] * len(CLAIMS)
+    assert v["averaging_broken_decoy"] == v["averaging_broken_boundary_flip"] == "yes"
+    assert (v["exponent_s"], v["exponent_log_d"], v["lower_bound"]) == ("pass", "pass", "untested")
 
 
 def test_no_config_value_in_the_keys():
-    rows = claim_rows(_summary(HOLDS), "test")
-    for r in rows:
-        for key in ("claim", "metric", "baseline"):
+    for r in claim_rows(_summary(HOLDS), "default"):
+        for key in ("claim", "metric"):
             assert "1024" not in r[key] and "800" not in r[key] and "0.2" not in r[key], r[key]
 
 
@@ -55,44 +59,80 @@ def test_no_config_value_in_the_keys():
 def test_beating_the_baselines_fails_when_any_baseline_is_better(baseline):
     table = dict(HOLDS)
     table[baseline] = (0.1, 0.03, 0.3, 0.05)
-    assert _verdicts(table)[0] == "no"
+    row = _rows(table)["beats_baselines"]
+    assert row["reproduced"] == "no"
+    assert "strongest baseline here" in row["criterion"]
 
 
 def test_sparsity_row_fails_when_the_dense_filter_is_as_good():
     table = dict(HOLDS)
     table["filter_dense"] = (0.1, 0.04, 0.28, 0.2)
-    assert _verdicts(table)[1] == "no"
+    assert _verdicts(table)["sparsity_needed"] == "no"
 
 
 def test_soft_filter_row_fails_when_the_ablation_is_as_good():
     table = dict(HOLDS)
     table["hinge_no_filter"] = (0.05, 0.04, 0.3, 0.05)
-    assert _verdicts(table)[2] == "no"
+    assert _verdicts(table)["soft_filter_needed"] == "no"
 
 
-def test_attribute_efficiency_fails_when_our_error_grows_faster_with_d():
-    table = dict(HOLDS)
-    table["ours"] = (0.01, 0.06, 0.12, 0.05)  # 6x growth against the dense filter's 3.3x
-    verdicts = _verdicts(table)
-    assert verdicts[3] == "no" and verdicts[0] == "yes"
+def test_attribute_efficiency_is_a_ratio_on_the_log_scale_and_fails_when_ours_grows_faster():
+    row = _rows(HOLDS)["attribute_efficiency"]
+    assert "log scale" in row["criterion"] and float(row["effect"]) > 1.25
+    s = _summary(HOLDS)
+    s["error_growth_smallest_to_largest_d"]["ours"] = [6.0, 6.2, 5.8]  # against the dense filter's 3.3x
+    rows = {r["id"]: r for r in claim_rows(s, "default")}
+    assert rows["attribute_efficiency"]["reproduced"] == "no" and rows["beats_baselines"]["reproduced"] == "yes"
 
 
 def test_robustness_fails_when_a_baseline_is_better_at_the_largest_noise_rate():
     table = dict(HOLDS)
     table["l1_svm"] = (0.12, 0.17, 0.08, 0.1)
-    verdicts = _verdicts(table)
-    assert verdicts[4] == "no" and verdicts[6] == "no"
+    v = _verdicts(table)
+    assert v["robust_decoy"] == "no" and v["robust_boundary_flip"] == "no"
 
 
 def test_rise_with_noise_fails_when_ours_rises_more_than_sparse_averaging():
     table = dict(HOLDS)
     table["ours"] = (0.05, 0.06, 0.12, 0.0)          # rises by 0.12
-    table["sparse_averaging"] = (0.1, 0.12, 0.3, 0.25)  # rises by 0.05
-    verdicts = _verdicts(table)
-    assert verdicts[5] == "no" and verdicts[7] == "no"
+    table["sparse_averaging"] = (0.1, 0.12, 0.3, 0.25)  # rises by 0.05: still broken (regime holds)
+    v = _verdicts(table)
+    assert v["averaging_broken_decoy"] == "yes"
+    assert v["rise_decoy"] == "no" and v["rise_boundary_flip"] == "no"
+
+
+def test_rise_rows_are_untested_when_the_adversary_does_not_break_averaging():
+    # sparse averaging's error does not rise with the noise rate: "breaks averaging but not the
+    # filter" has nothing to stand on, whichever way ours moves
+    table = dict(HOLDS)
+    table["sparse_averaging"] = (0.1, 0.12, 0.30, 0.30)
+    rows = _rows(table)
+    assert rows["averaging_broken_decoy"]["reproduced"] != "yes"
+    assert rows["averaging_broken_decoy"]["role"] == "regime"
+    for k in ADVERSARIES:
+        assert rows[f"rise_{k}"]["reproduced"] == "untested"
+        assert f"regime control 'averaging_broken_{k}' does not hold" in rows[f"rise_{k}"]["criterion"]
+    assert rows["robust_decoy"]["reproduced"] == "yes"  # not built on that control
+
+
+def test_exponents_are_checks_that_cannot_say_yes():
+    # an exponent well inside the bound (what a method without the idea can earn too) is a pass,
+    # never a reproduced claim
+    rows = _rows(HOLDS, exponent_s=(0.2, 0.3, 0.25), exponent_log_d=(0.5, 0.4, 0.6))
+    for id in ("exponent_s", "exponent_log_d"):
+        assert rows[id]["kind"] == "check" and rows[id]["role"] == "check" and rows[id]["reproduced"] == "pass"
 
 
 def test_exponent_rows_fail_above_the_bound_and_are_untested_when_cells_are_censored():
-    verdicts = _verdicts(HOLDS, exponent_s=(2.6, 2.8, 2.7), exponent_log_d=(6.0, 6.5, 6.2))
-    assert verdicts[8] == "no" and verdicts[9] == "no"
-    assert _verdicts(HOLDS, unreached=2)[8:10] == ["untested", "untested"]
+    v = _verdicts(HOLDS, exponent_s=(2.6, 2.8, 2.7), exponent_log_d=(6.0, 6.5, 6.2))
+    assert v["exponent_s"] == "fail" and v["exponent_log_d"] == "fail"
+    # the mean is inside the bound, the upper end of the interval is not: fail
+    assert _verdicts(HOLDS, exponent_s=(1.0, 1.9, 2.8))["exponent_s"] == "fail"
+    v = _verdicts(HOLDS, unreached=2)
+    assert (v["exponent_s"], v["exponent_log_d"]) == ("untested", "untested")
+
+
+def test_a_scale_that_cannot_reach_the_claims_leaves_them_untested():
+    rows = {r["id"]: r for r in claim_rows(_summary(HOLDS), "test")}
+    assert rows["beats_baselines"]["reproduced"] == "untested"
+    assert "cannot reach" in rows["beats_baselines"]["criterion"]

@@ -11,35 +11,34 @@
     "kkt": [largest KKT residual of the reference per seed],
     "abmf_seconds": [seconds to the objective tolerance per seed], "sbmf_seconds": [same for sBMF]}}}
 
-Rows per problem:
+Rows per problem (declared in `claims.yaml`, ids `<problem>_<row>`; decided by `core.claims.Sheet`):
 - check, three times: every critical point the search finds (gradient norm <= CRITICAL_TOL) is
   symmetric above gamma* = lambda_max(grad h(W*))/2, above max(gamma*, gamma_0) with
   gamma_0 = lambda_max(grad h(0))/2, and above the a-priori bound ||A||_2 ||b|| / 2 (untested
   where the bound does not exist, C != 0);
 - check: the convex reference satisfies the KKT conditions (KKT_TOL);
-- comparison: seconds of aBMF above gamma* against sBMF to the same objective tolerance;
+- comparison: seconds of aBMF above gamma* against sBMF to the same objective tolerance, paired
+  over seeds;
 - check: above gamma*, every aBMF run ends symmetric (||X - Y|| / ||X|| <= symmetric_tol);
 - check: above gamma*, every aBMF run and sBMF from the same start reach the reference optimum
   (|relative objective gap| <= objective_tol);
-- target: the empirical exactness threshold, bracketed by the gamma grid (the largest ratio with
-  an asymmetric or diverged run, and the next ratio above it), lies in THRESHOLD_BAND around the
-  derived gamma*.
+- target: the empirical exactness threshold, per seed bracketed by the gamma grid (the largest
+  ratio with an asymmetric or diverged run, and the next ratio above it), against the band
+  around the derived gamma*; its interval is the wider of the t interval over the seeds' bracket
+  midpoints and the hull of the seeds' brackets (the grid's resolution).
 """
 
 from __future__ import annotations
 
+import math
+
 from neurips26.core import claims
 
 PAPER = "abmf"
-# The empirical threshold counts as "at gamma*" when it lies within a factor 1.25 of it.
-THRESHOLD_BAND = (0.8, 1.25)
 # A point of the search is critical when ||grad F|| <= CRITICAL_TOL * max(1, size); the search
 # ends at 1e-15 when it converges, the family points of L-BFGS at about 1e-8 before polishing.
 CRITICAL_TOL = 1e-8
-# KKT residuals of the reference, relative to max(1, ||grad h||, ||W||).
-KKT_TOL = 1e-6
-# aBMF counts as faster when it saves at least 10% of sBMF's time.
-COST_MIN_EFFECT = 0.1
+PROBLEMS = {"psd_approximation": "psd", "matrix_sensing": "sensing", "maxcut": "maxcut"}
 
 
 def _critical_above(p: dict, bound) -> tuple[float, int]:
@@ -64,73 +63,77 @@ def _empirical_threshold(ratios: list[float], asymmetric: list[bool]) -> tuple[f
     return ratios[bad[-1]], upper
 
 
-def claim_rows(summary: dict, scale: str) -> list[dict]:
-    sym_tol, obj_tol = summary["symmetric_tol"], summary["objective_tol"]
-    rows = []
-    for name, p in summary["problems"].items():
-        label, ratios, seeds = p["label"], p["ratios"], len(p["asymmetry"])
-        above = [i for i, r in enumerate(ratios) if r > 1]
-        runs_above = seeds * len(above)
-        asym_above = max(p["asymmetry"][s][i] if not p["diverged"][s][i] else float("inf")
-                         for s in range(seeds) for i in above)
-        rows.append(claims.check(
-            PAPER, f"{label}: above gamma* the alternating solver from a random start ends symmetric (X = Y)",
-            "max ||X - Y|| / ||X|| over the aBMF runs at gamma > gamma*", "aBMF, gamma > gamma*", asym_above,
-            sym_tol, scale, "asymmetry.png", n=runs_above, digits=2,
-            how=f"{seeds} seeds x ratios {', '.join(f'{ratios[i]:g}' for i in above)}; a diverged run counts as asymmetric"))
-        gap = max([abs(p["objective_gap"][s][i]) if not p["diverged"][s][i] else float("inf")
-                   for s in range(seeds) for i in above] + [abs(g) for g in p["sbmf_gap"]])
-        rows.append(claims.check(
-            PAPER, f"{label}: above gamma* aBMF reaches the {p['reference']} optimum, as sBMF does",
-            "max |h - h*| / max(1, |h*|) over aBMF runs at gamma > gamma* and sBMF from the same starts",
-            "aBMF, gamma > gamma*", gap, obj_tol, scale, "objective_gap.png", reference=p["reference"],
-            n=runs_above + seeds, digits=2))
-        crit_how = ("critical points from the family (u e1^T, -u e1^T) and from least squares on grad F "
-                    f"from random starts, ||grad F|| <= {CRITICAL_TOL:g} max(1, size); asymmetry "
-                    "||X - Y|| / max(1, size); 0 when none is asymmetric")
-        for claim, metric, bound in (
-                ("every critical point found above gamma* = lambda_max(grad h(W*))/2 is symmetric",
-                 "max asymmetry of critical points at gamma > gamma*", [1.0] * seeds),
-                ("every critical point found above max(gamma*, gamma_0), gamma_0 = lambda_max(grad h(0))/2, is symmetric",
-                 "max asymmetry of critical points at gamma > max(gamma*, gamma_0)",
-                 [max(1.0, z) for z in p["zero_ratio"]]),
-                ("every critical point found above the a-priori bound ||A||_2 ||b|| / 2 is symmetric",
-                 "max asymmetry of critical points at gamma > the a-priori bound", p["apriori_ratio"])):
-            worst, count = _critical_above(p, bound) if all(b < float("inf") for b in bound) else (0.0, 0)
-            if count == 0:
-                reason = ("the a-priori bound needs h without a linear term (C = 0); this problem has one"
-                          if not all(b < float("inf") for b in bound) else
-                          "the search found no critical point above this threshold within its budget")
-                rows.append(claims.untested(PAPER, f"{label}: {claim}", metric, "critical-point search", reason,
-                                            scale, "critical_points.png", kind="check"))
-                continue
-            rows.append(claims.check(
-                PAPER, f"{label}: {claim}", metric, "critical-point search", worst, sym_tol, scale,
-                "critical_points.png", n=count, digits=2, how=crit_how))
-        rows.append(claims.check(
-            PAPER, f"{label}: the convex reference is optimal (W PSD, grad h(W) PSD, <W, grad h(W)> = 0)",
-            "largest KKT residual of the reference, relative to max(1, ||grad h||, ||W||)", "reference optimum",
-            max(p["kkt"]), KKT_TOL, scale, "objective_gap.png", reference=p["reference"], n=seeds, digits=2))
-        a_sec, s_sec = p["abmf_seconds"], p["sbmf_seconds"]
-        if all(v is not None for v in a_sec + s_sec):
-            rows.append(claims.comparison(
-                PAPER, f"{label}: aBMF above gamma* reaches the optimum faster than sBMF from the same start",
-                "seconds to |h - h*| / max(1, |h*|) <= the objective tolerance", "aBMF (alternating convex)",
-                a_sec, "sBMF (L-BFGS)", s_sec, higher_is_better=False, scale=scale, figure="cost.png",
-                min_effect=COST_MIN_EFFECT * float(sum(s_sec)) / len(s_sec)))
+def _threshold(ratios: list[float], asymmetric_by_seed: list[list[bool]]) -> tuple[float, tuple[float, float], str]:
+    """Value and interval of the empirical threshold from one grid bracket per seed."""
+    brackets = [_empirical_threshold(ratios, asym) for asym in asymmetric_by_seed]
+    lows, highs = [b[0] for b in brackets], [b[1] for b in brackets]
+    text = "; ".join(f"[{lo:g}, {hi:g}]" for lo, hi in brackets)
+    if any(math.isinf(h) for h in highs):
+        return max(lows), (min(lows), math.inf), text
+    mids = [(lo + hi) / 2 for lo, hi in brackets]
+    mean, t_lo, t_hi = claims.paired_t(mids)[:3] if len(mids) >= 2 else (mids[0], mids[0], mids[0])
+    return mean, (min(t_lo, min(lows)), max(t_hi, max(highs))), text
+
+
+def problem_rows(sheet: claims.Sheet, key: str, p: dict, sym_tol: float) -> None:
+    ratios, seeds = p["ratios"], len(p["asymmetry"])
+    above = [i for i, r in enumerate(ratios) if r > 1]
+    runs_above = seeds * len(above)
+    asym_above = max(p["asymmetry"][s][i] if not p["diverged"][s][i] else float("inf")
+                     for s in range(seeds) for i in above)
+    sheet.check(f"{key}_solver_symmetric", asym_above, n=runs_above,
+                how=f"{seeds} seeds x ratios {', '.join(f'{ratios[i]:g}' for i in above)}")
+    gap = max([abs(p["objective_gap"][s][i]) if not p["diverged"][s][i] else float("inf")
+               for s in range(seeds) for i in above] + [abs(g) for g in p["sbmf_gap"]])
+    sheet.check(f"{key}_objective", gap, n=runs_above + seeds, reference=p["reference"])
+    crit_how = ("critical points from the family (u e1^T, -u e1^T) and from least squares on grad F "
+                f"from random starts, ||grad F|| <= {CRITICAL_TOL:g} max(1, size); asymmetry "
+                "||X - Y|| / max(1, size); 0 when none is asymmetric")
+    for row, bound in (("critical_star", [1.0] * seeds),
+                       ("critical_max", [max(1.0, z) for z in p["zero_ratio"]]),
+                       ("critical_apriori", p["apriori_ratio"])):
+        exists = all(b < float("inf") for b in bound)
+        worst, count = _critical_above(p, bound) if exists else (0.0, 0)
+        if count == 0:
+            reason = ("the a-priori bound needs h without a linear term (C = 0); this problem has one" if not exists
+                      else "the search found no critical point above this threshold within its budget")
+            sheet.check(f"{key}_{row}", None, untested=reason)
         else:
-            rows.append(claims.untested(
-                PAPER, f"{label}: aBMF above gamma* reaches the optimum faster than sBMF from the same start",
-                "seconds to |h - h*| / max(1, |h*|) <= the objective tolerance", "aBMF (alternating convex)",
-                "a run did not reach the objective tolerance", scale, "cost.png"))
-        asymmetric = [any(p["diverged"][s][i] or p["asymmetry"][s][i] > sym_tol for s in range(seeds))
-                      for i in range(len(ratios))]
-        low, high = _empirical_threshold(ratios, asymmetric)
-        rows.append(claims.target(
-            PAPER, f"{label}: the alternating solver from a random start ends symmetric above gamma*, asymmetric below",
-            "empirical threshold / gamma*, bracketed by the gamma grid", "aBMF", (low + high) / 2 if high < float("inf") else high,
-            THRESHOLD_BAND, scale, "asymmetry.png", interval=(low, high), n=seeds * len(ratios), digits=3,
-            paper_value="gamma* (our derivation)",
-            how=(f"interval = the grid's bracket (largest gamma/gamma* where a run ends with ||X - Y|| / ||X|| > "
-                 f"{sym_tol:g} or diverges, next grid ratio), not a confidence interval; value = its midpoint")))
-    return rows
+            sheet.check(f"{key}_{row}", worst, n=count, how=crit_how)
+    sheet.check(f"{key}_kkt", max(p["kkt"]), n=seeds, reference=p["reference"])
+    a_sec, s_sec = p["abmf_seconds"], p["sbmf_seconds"]
+    if all(v is not None for v in a_sec + s_sec):
+        sheet.comparison(f"{key}_cost", a_sec, s_sec, paired=True)
+    else:
+        sheet.untested(f"{key}_cost", "a run did not reach the objective tolerance")
+    asymmetric = [[p["diverged"][s][i] or p["asymmetry"][s][i] > sym_tol for i in range(len(ratios))]
+                  for s in range(seeds)]
+    if seeds < claims.MIN_REPLICATES:
+        sheet.untested(f"{key}_threshold", f"fewer than {claims.MIN_REPLICATES} seeds")
+        return
+    value, interval, brackets = _threshold(ratios, asymmetric)
+    sheet.target(f"{key}_threshold", value, interval=interval, n=seeds,
+                 how=(f"per seed the grid's bracket (largest gamma/gamma* where the run ends with ||X - Y|| / ||X|| > "
+                      f"{sym_tol:g} or diverges, next grid ratio): {brackets}; interval = the wider of the t interval "
+                      "over the seeds' bracket midpoints and the hull of the brackets; value = the mean midpoint"))
+
+
+def claim_rows(summary: dict, scale: str) -> list[dict]:
+    sheet = claims.Sheet(PAPER, scale)
+    sym_tol = summary["symmetric_tol"]
+    unknown = set(summary["problems"]) - set(PROBLEMS)
+    if unknown:
+        raise ValueError(f"{PAPER}: problems without rows in claims.yaml: {', '.join(sorted(unknown))}")
+    for name, key in PROBLEMS.items():
+        p = summary["problems"].get(name)
+        if p is None:
+            for id in sheet.order:
+                if id.startswith(f"{key}_"):
+                    reason = f"the run leaves out the {name} problem"
+                    if sheet.spec[id]["kind"] == "check":  # Sheet.untested leaves a check without a value
+                        sheet.check(id, None, untested=reason)
+                    else:
+                        sheet.untested(id, reason)
+            continue
+        problem_rows(sheet, key, p, sym_tol)
+    return sheet.rows()

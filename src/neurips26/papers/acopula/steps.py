@@ -50,7 +50,8 @@ def _time(fn, repeats: int, clock=time.perf_counter) -> tuple[float, object, lis
 def measure_speed(cfg: dict, on_dim=None) -> tuple[dict, dict]:
     """Per-density seconds of ours / the two nacLL ports (vectorised; dnac.R's per-element
     products) / naive autograd for each d, and the largest log-density disagreement between
-    them; `timing["ours_repeats"]` keeps every repeat of ours (the points of the scaling fit).
+    them; `timing["ours_repeats"]`, `["nacll_repeats"]` and `["nacll_r_repeats"]` keep every
+    repeat (the replicates of the speedups).
     `on_dim(d, timing)` is called per d."""
     import torch
 
@@ -61,7 +62,8 @@ def measure_speed(cfg: dict, on_dim=None) -> tuple[dict, dict]:
     theta0, sector = float(cfg["theta0"]), int(cfg["sector_size"])
     r_dims = cfg["nacll_r_dims"]
     dims = sorted(set(cfg["naive_dims"]) | set(cfg["nacll_dims"]) | set(r_dims) | set(cfg["ours_dims"]))
-    timing = {"ours": {}, "nacll": {}, "nacll_r": {}, "naive": {}, "ours_repeats": {}}
+    timing = {"ours": {}, "nacll": {}, "nacll_r": {}, "naive": {}, "ours_repeats": {}, "nacll_repeats": {},
+              "nacll_r_repeats": {}}
     metrics = {"max_abs_diff_vs_nacll": 0.0, "max_abs_diff_vs_naive": 0.0}
     for d in dims:
         root, gens, sizes, thetas = _bench_case(d, sector, theta0, rng)
@@ -73,15 +75,17 @@ def measure_speed(cfg: dict, on_dim=None) -> tuple[dict, dict]:
         timing["ours"][str(d)] = t_ours / n
         timing["ours_repeats"][str(d)] = [t / n for t in t_all]
         if d in cfg["nacll_dims"]:
-            t_nac, ll_nac, _ = _time(lambda: B.nacll_log_density("clayton", theta0, thetas, sizes, u), int(cfg["repeats"]))
+            t_nac, ll_nac, every = _time(lambda: B.nacll_log_density("clayton", theta0, thetas, sizes, u), int(cfg["repeats"]))
             timing["nacll"][str(d)] = t_nac / n
+            timing["nacll_repeats"][str(d)] = [t / n for t in every]
             metrics["max_abs_diff_vs_nacll"] = max(metrics["max_abs_diff_vs_nacll"],
                                                    float(np.abs(ll.numpy() - ll_nac).max()))
         if d in r_dims:
             m = min(n, int(cfg["rows_nacll_r"]))
-            t_r, ll_r, _ = _time(lambda: B.nacll_log_density("clayton", theta0, thetas, sizes, u[:m],
-                                                          per_element_prod=True), int(cfg["repeats"]))
+            t_r, ll_r, every = _time(lambda: B.nacll_log_density("clayton", theta0, thetas, sizes, u[:m],
+                                                              per_element_prod=True), int(cfg["repeats"]))
             timing["nacll_r"][str(d)] = t_r / m
+            timing["nacll_r_repeats"][str(d)] = [t / m for t in every]
             metrics["max_abs_diff_vs_nacll"] = max(metrics["max_abs_diff_vs_nacll"],
                                                    float(np.abs(ll[:m].numpy() - ll_r).max()))
         if d in cfg["naive_dims"]:
@@ -491,7 +495,9 @@ def figures(params, inputs, out: Path):
 
     best_fam = max(surv["fits"], key=lambda f: surv["fits"][f]["loglik"])
     neural = surv.get("neural")
-    claim_input = {"speed": {"d_ref": d_ref, "speedup_r": speedup_r, "speedup": speedup,
+    # per-repeat seconds at d_ref (absent from a timing.json written before they were kept)
+    ref_repeats = {k: timing.get(f"{k}_repeats", {}).get(str(d_ref)) for k in ("ours", "nacll", "nacll_r")}
+    claim_input = {"speed": {"d_ref": d_ref, "speedup_r": speedup_r, "speedup": speedup, "ref_repeats": ref_repeats,
                          "slope_range": scfg["slope_range"], "ours_repeats": timing["scaling_repeats"],
                          "scaling_rows": scfg["scaling_rows"],
                          "max_diff_nacll": speed_m["max_abs_diff_vs_nacll"],

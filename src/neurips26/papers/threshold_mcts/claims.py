@@ -8,6 +8,13 @@
                                             "practical": {"errors": ..., "mean_samples": ...},
                                             "union": {...} (optional)}}},
      "timing": {"seconds": {"wide"|"deep": {rule: {leaves: [per repeat]}}}, "walk_matches": {tree: share}}}
+
+The rows, their margins, bands and controls are declared in `claims.yaml`; this module computes
+their numbers and `core.claims.Sheet` decides them. Slopes are fitted per replicate (per instance
+for the asymptotic slope, per timing repeat for the round cost) and passed as values: the t
+interval is over replicates, not over the points of one fit. The round-cost slopes have a null
+control, the linear scan over the children timed on the same trees: where it passes the same band
+the slope does not separate the tournament tree from a linear scan, and the row reads untested.
 """
 
 from __future__ import annotations
@@ -20,128 +27,116 @@ P = "threshold_mcts"
 NAMES = {"ratio": "TaS, ratio tracking (per-node forcing)", "ratio_global": "TaS, ratio tracking (global forcing)",
          "dtracking": "TaS, D-tracking", "uniform": "uniform + GLR stop", "lucb": "LUCB-MCTS (K in log)",
          "lucb_matched": "LUCB-MCTS (matched, no K)"}
-# "Substantial improvement" over D-tracking: at least 10% fewer samples; other baselines: 1%.
-SUBSTANTIAL = 0.10
-# Asymptotic optimality: the slope of E[tau] / T* against log(1/delta), fitted over deltas <= the
-# variant's slope_max_delta (down to 1e-9), must lie within a factor 4/3 of 1. Uniform sampling's
-# slope is T_uniform / T*, 2.9 to 5.1 on the default instances, far outside.
-SLOPE_BAND = (0.75, 1.33)
-# Logarithmic per-round cost: log-log slope of seconds per round against the number of leaves.
-# A cost a + b log K has a slope <= log(4) / log(1000) = 0.2 over 10..10^4 leaves; a linear scan
-# measures 0.8-0.9 on the wide trees (5.6 / 39 / 366 / 2382 us at K = 10 ... 10^4), far above.
-LOG_COST_BAND = (None, 0.35)
-# The walk must be at least twice as cheap as D-tracking's linear pass at the largest tree.
-CHEAPER = 0.5
-LP_TOLERANCE = 1e-9
+VARIANTS = ("gaussian", "bernoulli")
+# delta-correctness rows are declared for the union of the scales' asymptotic delta grids (1e-K)
+DELTA_EXPONENTS = (1, 2, 3, 4, 5, 7, 9)
+PAIRS = (("ratio", "dtracking"), ("ratio", "uniform"), ("ratio", "lucb"), ("ratio", "lucb_matched"),
+         ("ratio_global", "dtracking"))
+
+
+def delta_id(v: str, delta: float) -> str:
+    k = round(-math.log10(delta))
+    if k not in DELTA_EXPONENTS or not math.isclose(delta, 10.0 ** -k, rel_tol=1e-9):
+        raise ValueError(f"{P}: delta {delta:g} has no row in claims.yaml (declared: 1e-K for K in {DELTA_EXPONENTS})")
+    return f"{v}_correct_1em{k}"
+
+
+def pair_id(v: str, rule: str, base: str) -> str:
+    return f"{v}_{'samples' if rule == 'ratio' else 'global_samples'}_vs_{base}"
 
 
 def _per_seed(rule_stats: dict, key: str, di: int) -> list[float]:
     return [seed_values[di] for seed_values in rule_stats[key]]
 
 
-def variant_rows(v: str, m: dict, scale: str) -> list[dict]:
-    deltas, rules = m["deltas"], m["rules"]
-    t_star = m["t_star"]
-    asym = m["asymptotics"]
+def variant_rows(sheet: claims.Sheet, v: str, m: dict) -> None:
+    deltas, rules, t_star, asym = m["deltas"], m["rules"], m["t_star"], m["asymptotics"]
     last = len(deltas) - 1
-    rows = []
+    measured = set()
     for di, delta in enumerate(asym["deltas"]):
         errors = _per_seed(asym["practical"], "errors", di)
-        rows.append(claims.error_rate(
-            P, f"{v}: Track-and-Stop (ratio tracking, practical threshold) is delta-correct at delta={delta:g}",
-            f"wrong answers over {asym['runs'][di]} runs x {len(errors)} instances", NAMES["ratio"],
-            int(sum(errors)), asym["runs"][di] * len(errors), delta, scale, "error_rate.png"))
+        rid = delta_id(v, delta)
+        measured.add(rid)
+        sheet.target(rid, successes=int(sum(errors)), trials=asym["runs"][di] * len(errors),
+                     how=f"{int(sum(errors))} wrong answers in {asym['runs'][di]} runs x {len(errors)} instances")
+    for k in DELTA_EXPONENTS:
+        if f"{v}_correct_1em{k}" not in measured:
+            sheet.untested(f"{v}_correct_1em{k}", f"delta = 1e-{k} is not in this scale's delta grid")
 
     def normalised(rule, di):
         # samples / (T* log(1/delta)): comparable across instances with different T*
         return [s / (t * math.log(1 / deltas[di])) for s, t in zip(_per_seed(rules[rule], "mean_samples", di), t_star)]
 
-    pairs = [("ratio", b) for b in ("dtracking", "uniform", "lucb", "lucb_matched")]
-    pairs.append(("ratio_global", "dtracking"))
-    for ours_rule, base in pairs:
-        if ours_rule not in rules or base not in rules:
+    for rule, base in PAIRS:
+        rid = pair_id(v, rule, base)
+        if rule not in rules or base not in rules:
+            sheet.untested(rid, f"the run leaves out {rule if rule not in rules else base}")
             continue
-        ours, theirs = normalised(ours_rule, last), normalised(base, last)
-        min_effect = (SUBSTANTIAL if base == "dtracking" else claims.DEFAULT_RELATIVE_EFFECT) * abs(sum(theirs) / len(theirs))
-        rows.append(claims.comparison(
-            P, f"{v}: {NAMES[ours_rule]} needs fewer samples than {NAMES[base]} (delta={deltas[last]:g})",
-            "mean stopping time / (T* log(1/delta)), lower is better", NAMES[ours_rule], ours,
-            NAMES[base], theirs, higher_is_better=False, scale=scale, figure="stopping_time.png",
-            min_effect=min_effect, replicate="instances",
-            paper_value="substantial improvement" if base == "dtracking" else ""))
-    x, y = [], []
-    for si, t in enumerate(t_star):
-        for di, delta in enumerate(asym["deltas"]):
-            if delta <= asym["slope_max_delta"]:
-                x.append(math.log(1 / delta))
-                y.append(asym["practical"]["mean_samples"][si][di] / t)
-    n_deltas = sum(d <= asym["slope_max_delta"] for d in asym["deltas"])
-    if n_deltas >= 3:
-        slope, lo, hi = claims.linear_fit(x, y)
-        reason = ""
+        sheet.comparison(rid, normalised(rule, last), normalised(base, last), paired=True,
+                         how=f"delta = {deltas[last]:g}, paired over {len(t_star)} instances")
+
+    x = [math.log(1 / d) for d in asym["deltas"] if d <= asym["slope_max_delta"]]
+    idx = [i for i, d in enumerate(asym["deltas"]) if d <= asym["slope_max_delta"]]
+    if len(x) >= 3:
+        ys = [[asym["practical"]["mean_samples"][si][i] / t for i in idx] for si, t in enumerate(t_star)]
+        sheet.target(f"{v}_asymptotic_slope", values=claims.slopes_per_replicate(x, ys),
+                     how=(f"one least-squares slope per instance over {len(x)} deltas <= {asym['slope_max_delta']:g} "
+                          f"(down to {min(asym['deltas']):g}), practical threshold"))
     else:
-        slope, lo, hi = float("nan"), float("nan"), float("nan")
-        reason = "fewer than 3 deltas in the asymptotics fit: no slope against log(1/delta)"
-    rows.append(claims.target(
-        P, f"{v}: asymptotically optimal: E[tau] grows like T* log(1/delta) (ratio tracking)",
-        "slope of mean stopping time / T* against log(1/delta) (1 = optimal)", NAMES["ratio"], slope, SLOPE_BAND,
-        scale, "stopping_time.png", interval=None if reason else (lo, hi), paper_value="1 (as delta -> 0)",
-        n=len(x), untested_reason=reason,
-        how=(f"least-squares slope over {n_deltas} deltas <= {asym['slope_max_delta']:g} (down to "
-             f"{min(asym['deltas']):g}) x {len(t_star)} instances, practical threshold, 95% t interval; "
-             "uniform sampling's slope is T_uniform / T* > 1")))
-    rows.append(claims.check(
-        P, f"{v}: T* recursion equals the scipy max-min LP", "largest relative gap over random irregular trees",
-        "tree.characteristic_time", max(m["lp_gap"]), LP_TOLERANCE, scale, "", reference="scipy linprog",
-        n=len(m["lp_gap"])))
-    return rows
+        sheet.untested(f"{v}_asymptotic_slope", "fewer than 3 deltas in the asymptotics fit: no slope against log(1/delta)")
+    sheet.check(f"{v}_lp_check", max(m["lp_gap"]), n=len(m["lp_gap"]))
 
 
-def _log_slope(per_k: dict) -> tuple[float, float, float, int]:
-    x, y = [], []
-    for k, times in per_k.items():
-        for sec in times:
-            x.append(math.log(int(k)))
-            y.append(math.log(sec))
-    if len(per_k) < 3:
-        return float("nan"), float("nan"), float("nan"), len(x)
-    return (*claims.linear_fit(x, y), len(x))
+def _slopes(per_k: dict) -> list[float] | None:
+    """One log-log slope of seconds per round against #leaves per timing repeat (None: < 3 sizes)."""
+    ks = sorted(per_k, key=int)
+    if len(ks) < 3:
+        return None
+    repeats = min(len(per_k[k]) for k in ks)
+    x = [math.log(int(k)) for k in ks]
+    return claims.slopes_per_replicate(x, [[math.log(per_k[k][r]) for k in ks] for r in range(repeats)])
 
 
-def timing_rows(t: dict, scale: str) -> list[dict]:
+def timing_rows(sheet: claims.Sheet, t: dict) -> None:
     secs = t["seconds"]
-    rows = []
     wide = secs["wide"]
     if wide.get("ratio") and wide.get("dtracking"):
         kmax = str(max(int(k) for k in wide["ratio"]))
-        theirs = wide["dtracking"][kmax]
-        rows.append(claims.comparison(
-            P, f"ratio tracking costs less per round than D-tracking (depth 1, {kmax} leaves)",
-            "wall seconds per round, lower is better", NAMES["ratio"], wide["ratio"][kmax], NAMES["dtracking"],
-            theirs, higher_is_better=False, scale=scale, figure="round_time.png", paired=False,
-            min_effect=CHEAPER * sum(theirs) / len(theirs), replicate="timing repeats",
-            holds_fixed="the tree, its leaf means and the machine", paper_value="log vs linear in #leaves",
-            digits=3))
-    for shape, what in (("wide", "depth-1 trees, 10 to 10^4 children"), ("deep", "complete trees of growing depth")):
-        per_k = secs[shape].get("ratio", {})
-        slope, lo, hi, n = _log_slope(per_k)
-        reason = "" if len(per_k) >= 3 else f"fewer than 3 {shape} tree sizes timed"
-        rows.append(claims.target(
-            P, f"per-round cost of ratio tracking is logarithmic in the number of leaves ({shape} trees)",
-            "log-log slope of wall seconds per round against #leaves", NAMES["ratio"], slope, LOG_COST_BAND, scale,
-            "round_time.png", interval=None if reason else (lo, hi), n=n, untested_reason=reason,
-            paper_value="logarithmic (slope -> 0)",
-            how=f"{what}; least-squares slope over {len(per_k)} sizes x every timing repeat, 95% t interval"))
+        sheet.comparison("round_cost_vs_dtracking", wide["ratio"][kmax], wide["dtracking"][kmax], paired=False,
+                         how=f"{kmax} leaves; the tree, its leaf means and the machine held fixed")
+    else:
+        sheet.untested("round_cost_vs_dtracking", "the run times ratio tracking or D-tracking on no depth-1 tree")
+    what = {"wide": "depth-1 trees", "deep": "complete trees of growing depth"}
+    for shape in ("wide", "deep"):
+        for rid, rule in ((f"log_cost_{shape}", "ratio"), (f"log_cost_{shape}_null", "ratio_scan")):
+            per_k = secs.get(shape, {}).get(rule, {})
+            slopes = _slopes(per_k)
+            if slopes is None:
+                sheet.untested(rid, f"fewer than 3 {shape} tree sizes timed for {rule}")
+                continue
+            sheet.target(rid, values=slopes,
+                         how=(f"{what[shape]}, {', '.join(sorted(per_k, key=int))} leaves; one least-squares slope "
+                              "per timing repeat"))
     shares = t["walk_matches"]
-    rows.append(claims.check(
-        P, "the tournament-tree walk picks the leaf the linear scan picks on a from-scratch pass",
-        "smallest share of checked rounds with the same leaf", "tournament-tree walk", min(shares.values()), 1.0, scale,
-        "", reference="linear scan over the children, full-pass statistics", n=len(shares), at_least=True))
-    return rows
+    sheet.check("walk_matches_scan", min(shares.values()), n=len(shares))
 
 
 def claim_rows(summary: dict, scale: str) -> list[dict]:
-    rows = []
-    for v, m in summary["variants"].items():
-        rows += variant_rows(v, m, scale)
-    return rows + timing_rows(summary["timing"], scale)
+    sheet = claims.Sheet(P, scale)
+    for v in VARIANTS:
+        m = summary["variants"].get(v)
+        if m is None:
+            for e in sheet.order:
+                if e.startswith(f"{v}_"):
+                    reason = f"the run leaves out the {v} variant"
+                    if sheet.spec[e]["kind"] == "check":  # Sheet.untested leaves a check without a value
+                        sheet.check(e, None, untested=reason)
+                    else:
+                        sheet.untested(e, reason)
+            continue
+        variant_rows(sheet, v, m)
+    unknown = set(summary["variants"]) - set(VARIANTS)
+    if unknown:
+        raise ValueError(f"{P}: variants without rows in claims.yaml: {', '.join(sorted(unknown))}")
+    timing_rows(sheet, summary["timing"])
+    return sheet.rows()
