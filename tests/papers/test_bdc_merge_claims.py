@@ -1,5 +1,6 @@
-"""bdc_merge claims rows: each says `no` on metrics where its claim is false and `yes` where it holds,
-and the per-item scores the run saves average to the values the rows compare."""
+"""bdc_merge claims rows: `no` on metrics where a claim is false, `yes` where it holds, `untested`
+where a regime control fails or a null control passes; the per-item scores the run saves average
+to the values the rows compare."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ import pytest
 from neurips26.papers.bdc_merge.claims import claim_rows
 
 SEEDS, ITEMS = 3, 200
+CONTROLS = ["source_beats_target_low_cloze", "source_beats_target_low_ppl", "source_beats_target_knowledge_cloze",
+            "source_beats_target_knowledge_ppl", "bdc_transfers_knowledge"]
+CLAIMS = [f"{p}_{g}_{m}" for p in ("beats_transport", "beats_attn", "beats_all") for g in ("low", "knowledge")
+          for m in ("cloze", "ppl")] + ["beats_lora_low_ppl", "improves_target_low_ppl", "preserves_general"]
 
 
 def _method(cloze: float, log_ppl: float, general: float, items: bool) -> dict:
     """Per seed a small seed effect; per-item scores whose means are the values."""
-    def seeds(v):
-        return [v + 0.01 * s for s in range(SEEDS)]
+    def seeds(v, step=0.01):
+        return [v + step * s for s in range(SEEDS)]
 
     def cloze_items(v):
         return [[1.0] * round(v * ITEMS) + [0.0] * (ITEMS - round(v * ITEMS)) for v in seeds(v)]
@@ -28,33 +33,83 @@ def _method(cloze: float, log_ppl: float, general: float, items: bool) -> dict:
     return {"cloze": {g: seeds(cloze) for g in groups}, "log_ppl": {g: seeds(log_ppl) for g in groups},
             "cloze_items": {g: cloze_items(cloze) if items else None for g in groups},
             "nll_items": {g: nll_items(log_ppl) if items else None for g in groups},
-            "general_log_ppl": seeds(general), "general_items": nll_items(general) if items else None}
+            "general_log_ppl": seeds(general, 0.002), "general_items": nll_items(general) if items else None}
 
 
 def _summary(bdc_better: bool, items: bool = True) -> dict:
     good, bad = (0.5, 2.0, 2.40), (0.3, 2.5, 2.6)
     bdc = good if bdc_better else bad
     base = bad if bdc_better else good
+    target = (0.28, 2.7 if bdc_better else 1.9)
     return {"methods": {"bdc": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
                         "bdc_attn": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
                         "transport": _method(*base, items), "transport_lora": _method(*base, items),
-                        "transport_all": _method(*base, items), "target": _method(*base[:2], 2.40, items)},
+                        "transport_all": _method(*base, items), "target": _method(*target, 2.40, items),
+                        "source": _method(0.9, 1.0, 2.5, items), "naive": _method(0.27, 3.5, 2.9, items)},
             "groups": {"low": ["a", "b"], "knowledge": ["c"]}, "general_tolerance": 0.05,
             "holds_fixed": "the source and target models"}
 
 
+def _rows(summary, scale="default"):
+    return {r["id"]: r for r in claim_rows(summary, scale)}
+
+
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_yes_when_the_claims_hold(items):
-    rows = claim_rows(_summary(bdc_better=True, items=items), "test")
-    assert len(rows) == 15
-    assert [r["reproduced"] for r in rows] == ["yes"] * 15, [(r["claim"], r["metric"], r["reproduced"]) for r in rows]
+    rows = _rows(_summary(bdc_better=True, items=items))
+    assert {i: rows[i]["reproduced"] for i in CONTROLS} == {i: "yes" for i in CONTROLS}
+    assert rows["naive_improves_target_low_ppl"]["reproduced"] == "no"
+    assert {i: rows[i]["reproduced"] for i in CLAIMS} == {i: "yes" for i in CLAIMS}
 
 
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_no_when_the_claims_fail(items):
-    rows = claim_rows(_summary(bdc_better=False, items=items), "test")
-    assert len(rows) == 15
-    assert [r["reproduced"] for r in rows] == ["no"] * 15, [(r["claim"], r["metric"], r["reproduced"]) for r in rows]
+    summary = _summary(bdc_better=False, items=items)
+    summary["methods"]["target"]["log_ppl"]["knowledge"] = [3.0, 3.01, 3.02]  # BDC still transfers knowledge
+    rows = _rows(summary)
+    assert rows["bdc_transfers_knowledge"]["reproduced"] == "yes"
+    assert {i: rows[i]["reproduced"] for i in CLAIMS} == {i: "no" for i in CLAIMS}
+
+
+def test_perplexity_rows_are_ratios_on_the_log_scale():
+    # the review's case: 11.7 -> 333 on every seed is decided (no), not inconclusive
+    summary = _summary(bdc_better=True)
+    summary["methods"]["bdc"]["log_ppl"]["low"] = [math.log(333.0), math.log(290.0), math.log(410.0)]
+    summary["methods"]["target"]["log_ppl"]["low"] = [math.log(11.7), math.log(11.5), math.log(12.1)]
+    row = _rows(summary)["improves_target_low_ppl"]
+    assert row["reproduced"] == "no" and "log scale" in row["criterion"]
+    assert float(row["effect"]) == pytest.approx(11.76 / 342.0, rel=0.05)  # baseline / method
+
+
+def test_a_source_no_better_than_the_target_leaves_the_groups_rows_untested():
+    summary = _summary(bdc_better=True)
+    summary["methods"]["source"]["cloze"]["knowledge"] = [0.28, 0.29, 0.30]  # the target's own cloze
+    summary["methods"]["source"]["cloze_items"]["knowledge"] = summary["methods"]["target"]["cloze_items"]["knowledge"]
+    rows = _rows(summary)
+    assert rows["source_beats_target_knowledge_cloze"]["reproduced"] != "yes"
+    for i in ("beats_transport_knowledge_cloze", "beats_attn_knowledge_cloze", "beats_all_knowledge_cloze"):
+        assert rows[i]["reproduced"] == "untested"
+        assert "regime control 'source_beats_target_knowledge_cloze'" in rows[i]["criterion"]
+    assert rows["beats_transport_low_cloze"]["reproduced"] == "yes"
+
+
+def test_a_merge_that_changes_nothing_cannot_claim_to_preserve_general_ability():
+    summary = _summary(bdc_better=True)
+    bdc, target = summary["methods"]["bdc"], summary["methods"]["target"]
+    bdc["log_ppl"]["knowledge"] = list(target["log_ppl"]["knowledge"])
+    bdc["general_log_ppl"] = list(target["general_log_ppl"])
+    row = _rows(summary)["preserves_general"]
+    assert row["reproduced"] == "untested" and "bdc_transfers_knowledge" in row["criterion"]
+
+
+def test_when_a_merge_without_the_coupling_also_improves_the_target_the_row_cannot_say_yes():
+    summary = _summary(bdc_better=True)
+    summary["methods"]["naive"]["log_ppl"]["low"] = [2.0, 2.01, 2.02]  # as good as BDC-Merge
+    rows = _rows(summary)
+    assert rows["naive_improves_target_low_ppl"]["reproduced"] == "yes"
+    assert rows["naive_improves_target_low_ppl"]["role"] == "null"
+    row = rows["improves_target_low_ppl"]
+    assert row["reproduced"] == "untested" and "null control 'naive_improves_target_low_ppl'" in row["criterion"]
 
 
 def test_a_cloze_gain_within_item_noise_is_not_a_yes():
@@ -66,9 +121,9 @@ def test_a_cloze_gain_within_item_noise_is_not_a_yes():
         m = summary["methods"][name]
         m["cloze_items"]["knowledge"] = per_seed
         m["cloze"]["knowledge"] = [sum(x) / ITEMS for x in per_seed]
-    row = next(r for r in claim_rows(summary, "test") if "knowledge" in r["claim"] and "cloze" in r["metric"])
+    row = _rows(summary)["beats_transport_knowledge_cloze"]
     assert row["reproduced"] != "yes"
-    assert "paired bootstrap over 3 seeds x 200 items" in row["criterion"]
+    assert "paired bootstrap over replicates x 200 items" in row["criterion"]
     assert "hold fixed: the source and target models" in row["criterion"]
 
 
@@ -78,7 +133,7 @@ def test_one_seed_is_untested():
         for key in ("cloze", "log_ppl", "cloze_items", "nll_items"):
             m[key] = {g: v[:1] for g, v in m[key].items()}
         m["general_log_ppl"], m["general_items"] = m["general_log_ppl"][:1], m["general_items"][:1]
-    assert {r["reproduced"] for r in claim_rows(summary, "test")} == {"untested"}
+    assert {r["reproduced"] for r in claim_rows(summary, "default")} == {"untested"}
 
 
 def test_per_item_scores_average_to_the_group_values():
@@ -95,23 +150,21 @@ def test_per_item_scores_average_to_the_group_values():
 
 def test_matched_rows_judge_the_same_matrix_set():
     """BDC-Merge on all matrices beats Transport and Merge on attention, but on attention alone it
-    loses: the matched row says no while the paper-setting row says yes."""
+    loses: the matched rows say no while the paper-setting rows say yes."""
     summary = _summary(bdc_better=True)
     summary["methods"]["bdc_attn"] = _method(0.2, 2.8, 2.6, True)
-    rows = claim_rows(summary, "test")
-    by_claim = {}
-    for r in rows:
-        by_claim.setdefault(r["claim"], []).append(r["reproduced"])
-    assert by_claim["BDC-Merge beats Transport and Merge on low-resource languages"] == ["yes", "yes"]
-    attn = "BDC-Merge beats Transport and Merge on low-resource languages (both fusing the attention matrices q/k/v/o only)"
-    assert by_claim[attn] == ["no", "no"]
-    assert all(r["method"] == "BDC-Merge (attention q/k/v/o only)" for r in rows if "attention matrices" in r["claim"])
-    assert all(r["baseline"] == "Transport and Merge (all matrices)" for r in rows if "every matrix" in r["claim"])
+    rows = _rows(summary)
+    assert [rows[f"beats_transport_low_{m}"]["reproduced"] for m in ("cloze", "ppl")] == ["yes", "yes"]
+    assert [rows[f"beats_attn_low_{m}"]["reproduced"] for m in ("cloze", "ppl")] == ["no", "no"]
+    assert rows["beats_attn_low_cloze"]["method"] == "BDC-Merge (attention q/k/v/o only)"
+    assert rows["beats_all_low_ppl"]["baseline"] == "Transport and Merge (all matrices)"
 
 
-def test_without_the_matched_or_lora_runs_their_rows_are_left_out():
+def test_without_the_matched_or_lora_runs_their_rows_are_untested():
     summary = _summary(bdc_better=True)
     for m in ("bdc_attn", "transport_all", "transport_lora"):
         del summary["methods"][m]
-    rows = claim_rows(summary, "test")
-    assert len(rows) == 6 and all(r["reproduced"] == "yes" for r in rows)
+    rows = _rows(summary)
+    gone = [i for i in CLAIMS if i.startswith(("beats_attn", "beats_all", "beats_lora"))]
+    assert len(gone) == 9 and all(rows[i]["reproduced"] == "untested" for i in gone)
+    assert all(rows[i]["reproduced"] == "yes" for i in CLAIMS if i not in gone)

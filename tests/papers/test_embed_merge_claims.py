@@ -1,4 +1,5 @@
-"""embed_merge claims rows: each says `no` on metrics where its claim is false and `yes` where it holds."""
+"""embed_merge claims rows: `no` on metrics where a claim is false, `yes` where it holds, `untested`
+where the regime control (experts beat the pre-trained backbone) fails or the domain is not run."""
 
 from __future__ import annotations
 
@@ -7,78 +8,132 @@ import pytest
 from neurips26.papers.embed_merge.claims import claim_rows
 
 SEEDS, ITEMS = 3, 300
+MERGES = ("embed_mean", "embed_aligned", "weight_averaging", "task_arithmetic", "embed_mean_posthoc")
 
 
-def _method(norm: float, items: bool) -> dict:
+def _method(norm: float, items: bool, val: float | None = None) -> dict:
     """Per seed: mean normalised accuracy `norm` (+ a small seed effect) and per-example scores
     whose mean it is."""
     per_seed = []
     for s in range(SEEDS):
         k = round((norm + 0.01 * s) * ITEMS / 1.25)
         per_seed.append([1.25] * k + [0.0] * (ITEMS - k))  # correct / a fine-tuned accuracy of 0.8
-    return {"normalized": [sum(x) / ITEMS for x in per_seed], "items": per_seed if items else None}
+    values = [sum(x) / ITEMS for x in per_seed]
+    return {"normalized": values, "val": [norm if val is None else val] * SEEDS, "items": per_seed if items else None}
 
 
-def _summary(ours: float, baselines: float, share_ratio: float, items: bool = True) -> dict:
+def _summary(ours: float, baselines: float, share_ratio: float, items: bool = True, experts: float = 0.8) -> dict:
     methods = {"weight_averaging": _method(baselines - 0.1, items), "tsv_merge": _method(baselines, items),
                "task_arithmetic": _method(baselines - 0.05, items), "embed_mean_posthoc": _method(baselines - 0.02, items),
                "embed_mean": _method(ours, items), "embed_aligned": _method(ours + (0.05 if ours > baselines else -0.05), items)}
     chance = [0.2, 0.21, 0.19]
     return {"vision": {"tasks": 8, "methods": methods, "holds_fixed": "",
+                       "experts": [experts, experts + 0.01, experts - 0.01], "pretrained": [0.33, 0.35, 0.31],
+                       "pretrained_normalized": [0.41, 0.44, 0.39],
                        "share": [c * share_ratio * (1 + 0.01 * s) for s, c in enumerate(chance)], "chance": chance}}
 
 
-def _verdicts(summary):
-    return {r["claim"]: r["reproduced"] for r in claim_rows(summary, "test")}
+def _rows(summary, scale="default"):
+    return {r["id"]: r for r in claim_rows(summary, scale)}
+
+
+CLAIMS = [f"{k}_vision" for k in ("beats_weight_averaging", "beats_task_arithmetic", "inspace_beats_posthoc",
+                                  "aligned_beats_mean", "beats_field", "updates_in_pretrained_space")]
 
 
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_yes_when_the_claims_hold(items):
-    verdicts = _verdicts(_summary(ours=0.8, baselines=0.6, share_ratio=2.0, items=items))
-    assert len(verdicts) == 6
-    assert set(verdicts.values()) == {"yes"}, verdicts
+    rows = _rows(_summary(ours=0.8, baselines=0.6, share_ratio=2.0, items=items))
+    assert rows["experts_beat_pretrained_vision"]["reproduced"] == "yes"
+    assert rows["experts_beat_pretrained_vision"]["role"] == "regime"
+    assert {rows[f"nomerge_beats_{k}_vision"]["reproduced"] for k in ("weight_averaging", "task_arithmetic", "field")} == {"no"}
+    assert {i: rows[i]["reproduced"] for i in CLAIMS} == {i: "yes" for i in CLAIMS}
 
 
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_no_when_the_claims_fail(items):
-    verdicts = _verdicts(_summary(ours=0.5, baselines=0.8, share_ratio=1.05, items=items))
-    assert set(verdicts.values()) == {"no"}, verdicts
+    rows = _rows(_summary(ours=0.5, baselines=0.8, share_ratio=1.05, items=items))
+    assert {i: rows[i]["reproduced"] for i in CLAIMS} == {i: "no" for i in CLAIMS}
+
+
+def test_experts_no_better_than_the_pretrained_backbone_leave_every_row_of_the_domain_untested():
+    rows = _rows(_summary(ours=0.8, baselines=0.6, share_ratio=2.0, experts=0.34))
+    assert rows["experts_beat_pretrained_vision"]["reproduced"] != "yes"
+    for i in CLAIMS:
+        assert rows[i]["reproduced"] == "untested", i
+        assert "regime control 'experts_beat_pretrained_vision'" in rows[i]["criterion"]
+
+
+def test_a_baseline_that_merging_nothing_beats_cannot_give_a_yes():
+    # the pre-trained backbone alone (normalised 0.9) is ahead of weight averaging (0.5) by far:
+    # beating weight averaging no longer shows anything about the merge
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    summary["vision"]["pretrained_normalized"] = [0.9, 0.91, 0.89]
+    rows = _rows(summary)
+    assert rows["nomerge_beats_weight_averaging_vision"]["reproduced"] == "yes"
+    assert rows["nomerge_beats_weight_averaging_vision"]["role"] == "null"
+    for i in ("beats_weight_averaging_vision", "beats_task_arithmetic_vision", "beats_field_vision"):
+        assert rows[i]["reproduced"] == "untested" and "null control" in rows[i]["criterion"], i
+    # the rows without a baseline-beating null are still decided
+    assert rows["inspace_beats_posthoc_vision"]["reproduced"] == "yes"
+
+
+def test_domains_the_scale_does_not_run_are_untested_with_the_reason():
+    rows = _rows(_summary(ours=0.8, baselines=0.6, share_ratio=2.0))
+    for i in ("beats_field_language", "updates_in_pretrained_space_clip_vit_b32", "experts_beat_pretrained_clip_vit_l14"):
+        assert rows[i]["reproduced"] == "untested" and "does not run the" in rows[i]["criterion"]
 
 
 def test_a_share_barely_above_chance_is_not_a_yes():
     # the review's case: 0.140 against a chance level of 0.133
     summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
     summary["vision"]["share"], summary["vision"]["chance"] = [0.140, 0.142, 0.137], [0.133, 0.1333, 0.1328]
-    row = next(r for r in claim_rows(summary, "test") if r["claim"].startswith("fine-tuned updates"))
-    assert row["reproduced"] == "no"
+    row = _rows(summary)["updates_in_pretrained_space_vision"]
+    assert row["reproduced"] == "no" and "geometric mean" in row["criterion"]
 
 
 def test_rows_pair_by_seed_and_name_what_the_seeds_hold_fixed():
     summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
     summary["vision"]["holds_fixed"] = "the pre-trained encoder"
-    rows = claim_rows(summary, "test")
-    assert "paired bootstrap over 3 seeds x 300 items" in rows[0]["criterion"]
-    assert all("hold fixed: the pre-trained encoder" in r["criterion"] for r in rows)
-    best = next(r for r in rows if "field's methods" in r["claim"])
+    rows = _rows(summary)
+    assert "paired bootstrap over replicates x 300 items" in rows["beats_weight_averaging_vision"]["criterion"]
+    assert all("hold fixed: the pre-trained encoder" in rows[i]["criterion"] for i in CLAIMS)
+    best = rows["beats_field_vision"]
     assert (best["method"], best["baseline"]) == ("embed_aligned", "tsv_merge")
+
+
+def test_the_fields_strongest_method_is_picked_on_validation_not_test():
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    methods = summary["vision"]["methods"]
+    methods["iso_c"] = _method(0.5, True, val=0.99)  # best on validation, weak on test
+    methods["embed_mean"]["val"] = [0.99] * SEEDS   # and embed_mean ahead of embed_aligned on validation
+    best = _rows(summary)["beats_field_vision"]
+    assert (best["method"], best["baseline"]) == ("embed_mean", "iso_c")
 
 
 def test_the_posthoc_ablation_is_not_one_of_the_fields_methods():
     summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
     summary["vision"]["methods"]["embed_aligned_posthoc"] = _method(0.95, True)
-    row = next(r for r in claim_rows(summary, "test") if "field's methods" in r["claim"])
-    assert row["baseline"] == "tsv_merge"
-    rows = {r["baseline"]: r for r in claim_rows(summary, "test")}
-    assert rows["task_arithmetic"]["method"] == "embed_mean" and rows["embed_mean_posthoc"]["method"] == "embed_mean"
+    rows = _rows(summary)
+    assert rows["beats_field_vision"]["baseline"] == "tsv_merge"
+    assert rows["beats_task_arithmetic_vision"]["method"] == "embed_mean"
+
+
+def test_a_merge_the_config_leaves_out_is_untested():
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    del summary["vision"]["methods"]["embed_mean_posthoc"]
+    row = _rows(summary)["inspace_beats_posthoc_vision"]
+    assert row["reproduced"] == "untested" and "embed_mean_posthoc" in row["criterion"]
 
 
 def test_one_seed_is_untested():
     summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
     dom = summary["vision"]
     for m in dom["methods"].values():
-        m["normalized"], m["items"] = m["normalized"][:1], m["items"][:1]
-    dom["share"], dom["chance"] = dom["share"][:1], dom["chance"][:1]
-    assert set(_verdicts(summary).values()) == {"untested"}
+        m["normalized"], m["items"], m["val"] = m["normalized"][:1], m["items"][:1], m["val"][:1]
+    for key in ("share", "chance", "experts", "pretrained", "pretrained_normalized"):
+        dom[key] = dom[key][:1]
+    assert {r["reproduced"] for r in claim_rows(summary, "default")} == {"untested"}
 
 
 def test_per_example_scores_average_to_the_mean_normalised_accuracy():
@@ -91,3 +146,20 @@ def test_per_example_scores_average_to_the_mean_normalised_accuracy():
     assert len(items) == 10
     assert sum(items) / len(items) == pytest.approx(expected)
     assert _normalised_items(run, {}) is None
+
+
+def test_claims_summary_carries_the_regime_and_validation_numbers():
+    from neurips26.papers.embed_merge.steps import claims_summary
+
+    def run(seed):
+        merge = {"mean_normalized": 0.7 + seed / 100, "val_normalized": 0.6, "correct": {"a": [1, 0], "b": [1, 1]}}
+        return {"task_counts": [2], "tasks": ["a", "b"], "kind": "vision", "individual": {"a": 0.8, "b": 0.6},
+                "individual_subspace": {"a": 0.7, "b": 0.5}, "pretrained": {"a": 0.3, "b": 0.2},
+                "merges": {"embed_mean": {"2": merge}},
+                "subspace_share": {"a": {"share": 0.3, "chance": 0.2}, "b": {"share": 0.4, "chance": 0.2}}}
+
+    s = claims_summary({"vision": [run(0), run(1), run(2)]})["vision"]
+    assert s["experts"] == pytest.approx([0.6] * 3)  # the in-space fine-tunes are the weaker
+    assert s["pretrained"] == pytest.approx([0.25] * 3)
+    assert s["methods"]["embed_mean"]["val"] == [0.6] * 3
+    assert s["pretrained_normalized"] == pytest.approx([(0.3 / 0.8 + 0.2 / 0.6) / 2] * 3)

@@ -1,14 +1,17 @@
-"""Claims rows of bdc_merge, a pure function of the aggregated metrics (`steps.claims_summary`).
+"""Claims rows of bdc_merge, a pure function of the aggregated metrics (`steps.claims_summary`);
+the entries, margins and controls are declared in `claims.yaml`, and `core.claims.Sheet` decides.
 
 Every method is compared at the default setting (calibration size and fusion strength fixed in
 advance). A seed draws the calibration sentences and the evaluation subsets (cloze questions,
 held-out sentences); the source and target models are one pretrained pair for every seed, and
-the rows say so. With per-item scores (cloze correctness, per-sentence negative log-likelihood)
-a comparison's interval is the wider of the paired bootstrap over seeds x items (the same items
-on both sides) and the paired t over seeds (`core.claims.comparison`); the general-ability ratio
-(a target) uses the bootstrap alone.
-Perplexity is compared on the log scale (nats per token, averaged over the tasks of a group), so
-a difference of 0.01 is a 1% change of perplexity.
+the rows say so. Cloze accuracy, a mean of per-question correctness, gets the wider of the paired
+bootstrap over seeds x questions (the same questions on both sides) and the paired t over seeds.
+Perplexity is compared as a ratio on the log scale: per seed the geometric mean over the tasks of
+a group (exp of the mean log perplexity), a paired t over seeds of the log ratio. Each group's
+rows lean on the regime control "the source beats the target there" (something to transfer);
+"BDC-Merge improves the target" has the null control "truncate-and-average improves it too", and
+"largely preserves general ability" the regime control "BDC-Merge changes what the target knows"
+(a merge that changes nothing would preserve it by construction).
 """
 
 from __future__ import annotations
@@ -18,82 +21,61 @@ import math
 from neurips26.core import claims
 
 P = "bdc_merge"
-LABELS = {"target": "target alone", "transport": "Transport and Merge", "transport_lora": "Transport and Merge + LoRA",
+LABELS = {"target": "target alone", "source": "source alone", "naive": "truncate-and-average",
+          "transport": "Transport and Merge", "transport_lora": "Transport and Merge + LoRA",
           "bdc": "BDC-Merge", "bdc_attn": "BDC-Merge (attention q/k/v/o only)",
           "transport_all": "Transport and Merge (all matrices)"}
-# the matched comparisons: each method on the other's matrix set
-MATCHED = {"attention": ("bdc_attn", "transport", "both fusing the attention matrices q/k/v/o only"),
-           "all": ("bdc", "transport_all", "both fusing every matrix BDC-Merge fuses")}
-GROUPS = {"low": "low-resource languages", "knowledge": "specialised knowledge"}
-GROUP_TASKS = {"low": "low-resource languages", "knowledge": "knowledge sets"}
-# one cloze question in a hundred: a gain below that moves fewer than one answer per task
-MIN_CLOZE_GAIN = 0.01
-# 0.01 nats per token: a 1% lower perplexity
-MIN_LOG_PPL_GAIN = 0.01
+# id prefix: (method, baseline); the matched rows put each method on the other's matrix set
+COMPARISONS = {"beats_transport": ("bdc", "transport"), "beats_attn": ("bdc_attn", "transport"),
+               "beats_all": ("bdc", "transport_all")}
+MEASURES = ("cloze", "ppl")
 
 
-def _compare(summary: dict, claim: str, measure: str, group: str, baseline: str, scale: str,
-             method: str = "bdc") -> dict:
+def _compare(sheet: claims.Sheet, summary: dict, id: str, measure: str, group: str, method: str, baseline: str) -> None:
     ms = summary["methods"]
+    if not summary["groups"].get(group):
+        sheet.untested(id, f"the run has no {group} tasks", method=LABELS[method], baseline=LABELS[baseline])
+        return
+    missing = [m for m in (method, baseline) if m not in ms]
+    if missing:
+        sheet.untested(id, f"the run does not measure {', '.join(LABELS[m] for m in missing)}",
+                       method=LABELS[method], baseline=LABELS[baseline])
+        return
     m, b = ms[method], ms[baseline]
+    how = f"replicates hold fixed: {summary['holds_fixed']}"
     if measure == "cloze":
-        metric, higher, values, items, min_effect = (f"cloze accuracy, mean over the {GROUP_TASKS[group]}, higher is better",
-                                                     True, "cloze", "cloze_items", MIN_CLOZE_GAIN)
+        mi, bi = m["cloze_items"][group], b["cloze_items"][group]
+        items = mi is not None and bi is not None
+        sheet.comparison(id, m["cloze"][group], b["cloze"][group], method=LABELS[method], baseline=LABELS[baseline],
+                         method_items=mi if items else None, baseline_items=bi if items else None, how=how)
     else:
-        metric, higher, values, items, min_effect = (f"log perplexity (nats per token), mean over the {GROUP_TASKS[group]}, "
-                                                     "lower is better", False, "log_ppl", "nll_items", MIN_LOG_PPL_GAIN)
-    mi, bi = m[items][group], b[items][group]
-    paired_items = mi is not None and bi is not None
-    return claims.comparison(P, claim, metric, LABELS[method], m[values][group], LABELS[baseline], b[values][group],
-                             higher, scale, "tasks.png", min_effect=min_effect,
-                             method_items=mi if paired_items else None, baseline_items=bi if paired_items else None,
-                             holds_fixed=summary["holds_fixed"])
+        sheet.comparison(id, [math.exp(v) for v in m["log_ppl"][group]], [math.exp(v) for v in b["log_ppl"][group]],
+                         method=LABELS[method], baseline=LABELS[baseline], how=how)
 
 
-def claim_rows(summary: dict, scale: str) -> list[dict]:
-    rows = []
+def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
+    sheet = claims.Sheet(P, scale, spec)
     for group in ("low", "knowledge"):
-        if not summary["groups"][group]:
-            continue
-        claim = f"BDC-Merge beats Transport and Merge on {GROUPS[group]}"
-        rows.append(_compare(summary, claim, "cloze", group, "transport", scale))
-        rows.append(_compare(summary, claim, "ppl", group, "transport", scale))
-        for key, (method, baseline, how) in MATCHED.items():
-            if method not in summary["methods"] or baseline not in summary["methods"]:
-                continue
-            for measure in ("cloze", "ppl"):
-                rows.append(_compare(summary, f"{claim} ({how})", measure, group, baseline, scale, method))
-    if summary["groups"]["low"] and "transport_lora" in summary["methods"]:
-        rows.append(_compare(summary, "BDC-Merge without training beats Transport and Merge with LoRA adaptation "
-                             "(low-resource languages)", "ppl", "low", "transport_lora", scale))
-    if summary["groups"]["low"]:
-        rows.append(_compare(summary, "BDC-Merge improves the target on low-resource languages", "ppl", "low",
-                             "target", scale))
-    rows.append(general_row(summary, scale))
-    return rows
+        for measure in MEASURES:
+            _compare(sheet, summary, f"source_beats_target_{group}_{measure}", measure, group, "source", "target")
+    _compare(sheet, summary, "naive_improves_target_low_ppl", "ppl", "low", "naive", "target")
+    _compare(sheet, summary, "bdc_transfers_knowledge", "ppl", "knowledge", "bdc", "target")
+    for prefix, (method, baseline) in COMPARISONS.items():
+        for group in ("low", "knowledge"):
+            for measure in MEASURES:
+                _compare(sheet, summary, f"{prefix}_{group}_{measure}", measure, group, method, baseline)
+    _compare(sheet, summary, "beats_lora_low_ppl", "ppl", "low", "bdc", "transport_lora")
+    _compare(sheet, summary, "improves_target_low_ppl", "ppl", "low", "bdc", "target")
+    general_row(sheet, summary)
+    return sheet.rows()
 
 
-def general_row(summary: dict, scale: str) -> dict:
-    """Held-out high-resource perplexity of the merged models over the target's: its 95% interval
-    against the band ratio <= 1 + tolerance."""
-    tol = summary["general_tolerance"]
+def general_row(sheet: claims.Sheet, summary: dict) -> None:
+    """Held-out high-resource perplexity of the merged models over the target's, per seed (exp of
+    the mean log-perplexity difference over the tasks' merges): geometric mean and t interval of
+    the log ratio over seeds, against the band ratio <= 1 + tolerance."""
     m, b = summary["methods"]["bdc"], summary["methods"]["target"]
-    claim = f"BDC-Merge largely preserves general ability (high-resource perplexity within {tol:.0%} of the target's)"
-    metric = "held-out high-resource perplexity, BDC-Merge / target alone (mean over the tasks' merges), lower is better"
-    n = min(len(m["general_log_ppl"]), len(b["general_log_ppl"]))
-    reason, value, interval, how = "", float("nan"), None, ""
-    if n < claims.MIN_REPLICATES:
-        reason = f"fewer than {claims.MIN_REPLICATES} seeds"
-    elif m["general_items"] is not None and b["general_items"] is not None:
-        d, lo, hi = claims.paired_bootstrap_interval(m["general_items"], b["general_items"])
-        items = len(m["general_items"][0])
-        value, interval = math.exp(d), (math.exp(lo), math.exp(hi))
-        how = f"exp of the log-perplexity difference, paired bootstrap over {n} seeds x {items} items"
-    else:
-        d, lo, hi = claims.paired_t_interval([x - y for x, y in zip(m["general_log_ppl"], b["general_log_ppl"])])
-        value, interval = math.exp(d), (math.exp(lo), math.exp(hi))
-        how = f"exp of the log-perplexity difference, paired t over {n} seeds"
-    how += f"; replicates hold fixed: {summary['holds_fixed']}"
-    return claims.target(P, claim, metric, LABELS["bdc"], value, (None, 1 + tol), scale, "strength.png",
-                         interval=interval, n=n, baseline=LABELS["target"], how=how, untested_reason=reason,
-                         paper_value="largely preserved")
+    ratios = [math.exp(x - y) for x, y in zip(m["general_log_ppl"], b["general_log_ppl"])]
+    tol = summary["general_tolerance"]
+    how = f"config general_tolerance {tol:g}; replicates hold fixed: {summary['holds_fixed']}"
+    sheet.target("preserves_general", values=ratios, baseline=LABELS["target"], how=how)

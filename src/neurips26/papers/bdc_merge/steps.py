@@ -295,7 +295,8 @@ def claims_summary(runs: list[dict], params: dict) -> dict:
     groups = {"low": [t for t in kinds if kinds[t] == "low"], "knowledge": [t for t in kinds if kinds[t] == "knowledge"]}
     methods = {}
     present = {r["method"] for r in runs[0]["records"]}
-    for m in [m for m in ("target", "transport", "transport_lora", "bdc", "bdc_attn", "transport_all") if m in present]:
+    for m in [m for m in ("target", "source", "naive", "transport", "transport_lora", "bdc", "bdc_attn", "transport_all")
+              if m in present]:
         seeds = _select(runs, **_setting(m, params))
         entry = {"cloze": {}, "log_ppl": {}, "cloze_items": {}, "nll_items": {}}
         for g, tasks in groups.items():

@@ -391,8 +391,9 @@ def _normalised_items(run: dict, merge: dict) -> list[float] | None:
 
 
 def claims_summary(runs: dict) -> dict:
-    """Per domain, per seed: every method's mean normalised accuracy with all tasks merged (and its
-    per-example scores), and the mean subspace share of the task updates and its chance level."""
+    """Per domain, per seed: every method's mean normalised accuracy with all tasks merged (its
+    validation score and its per-example scores), the experts' and the pre-trained backbone's mean
+    accuracy, and the mean subspace share of the task updates and its chance level."""
     out = {}
     for v, rs in runs.items():
         full = str(rs[0]["task_counts"][-1])
@@ -400,8 +401,17 @@ def claims_summary(runs: dict) -> dict:
         for m in rs[0]["merges"]:
             items = [_normalised_items(r, r["merges"][m][full]) for r in rs]
             methods[m] = {"normalized": [r["merges"][m][full]["mean_normalized"] for r in rs],
+                          "val": [r["merges"][m][full]["val_normalized"] for r in rs],
                           "items": None if any(i is None for i in items) else items}
+        # the regime control: each expert on its own task against the pre-trained backbone with the
+        # task heads; per seed the weaker of the full and (where run) the in-space fine-tunes
+        experts = [min([_mean(list(r["individual"].values()))]
+                       + ([_mean(list(r["individual_subspace"].values()))] if r.get("individual_subspace") else []))
+                   for r in rs]
         out[v] = {"tasks": len(rs[0]["tasks"]), "methods": methods, "holds_fixed": HOLDS_FIXED.get(rs[0].get("kind", v), ""),
+                  "experts": experts, "pretrained": [_mean(list(r["pretrained"].values())) for r in rs],
+                  "pretrained_normalized": [_mean([r["pretrained"][n] / max(r["individual"][n], 1e-9) for n in r["tasks"]])
+                                            for r in rs],
                   "share": [_mean([x["share"] for x in r["subspace_share"].values()]) for r in rs],
                   "chance": [_mean([x["chance"] for x in r["subspace_share"].values()]) for r in rs]}
     return out
