@@ -263,12 +263,14 @@ def claims_summary(mech: dict, runs: dict, params: dict) -> dict:
     """Per-seed numbers the claims need (claims.claim_rows)."""
     m = mech["settings"]
     seeds = [mech["seeds"][k] for k in sorted(mech["seeds"], key=int)]
-    ratios, r2s = [], []
+    ratios, r2s, r2_min = [], [], []
     for s in seeds:
         # a component without a fit (never warmed up, or too few rounds above the floor) counts as rate 0
         per = [(f["rate"] or 0.0) / f["predicted_rate"] for f in s["adapad"]["fits"]]
         ratios.append(float(min(per)))
-        r2s += [f["r2"] if f["r2"] is not None else 0.0 for f in s["adapad"]["fits"]]
+        seed_r2 = [f["r2"] if f["r2"] is not None else 0.0 for f in s["adapad"]["fits"]]
+        r2s += seed_r2
+        r2_min.append(float(min(seed_r2)) if seed_r2 else float("nan"))
     base_adv, adv = str(min(m["advance_sweep"])), str(m["advance"])
     gap = [max(abs(a - b) / b for a, b in zip(s["adapad"]["final_statistical"], s["floor"])) for s in seeds]
     mechanism = {
@@ -277,7 +279,7 @@ def claims_summary(mech: dict, runs: dict, params: dict) -> dict:
         "log10_final_parallel": [_log10(max(s["parallel"]["final_algorithmic"])) for s in seeds],
         "log10_final_sequential": [_log10(max(s["sequential"]["final_algorithmic"])) for s in seeds],
         "frozen_change": max(max(s["sequential"]["frozen_change"]) for s in seeds),
-        "rate_ratio": ratios, "min_r2": float(min(r2s)) if r2s else float("nan"),
+        "rate_ratio": ratios, "min_r2": float(min(r2s)) if r2s else float("nan"), "min_r2_per_seed": r2_min,
         "warmup_no_advance": [float(np.mean(s["advance_sweep"][base_adv]["warmup"][1:])) for s in seeds],
         "warmup_advance": [float(np.mean(s["advance_sweep"][adv]["warmup"][1:])) for s in seeds],
         "floor_gap": float(max(gap)), "floor": [float(np.mean(s["floor"])) for s in seeds],
@@ -286,7 +288,8 @@ def claims_summary(mech: dict, runs: dict, params: dict) -> dict:
     pairs = [(t, s) for t in sorted(runs) for s in sorted(runs[t], key=int)]
     acc = {name: [runs[t][s]["runs"][name]["accuracy"] for t, s in pairs] for name in params["methods"]}
     size = {name: [runs[t][s]["runs"][name]["size"] for t, s in pairs] for name in params["methods"]}
-    finetune = {"replicates": len(pairs), "tasks": sorted(runs), "reference": ref, "margin": params["compare"]["margin"],
+    finetune = {"replicates": len(pairs), "tasks": sorted(runs), "pairs": [[t, s] for t, s in pairs], "reference": ref,
+                "margin": params["compare"]["margin"],
                 "accuracy": acc, "size": size,
                 "size_reduction": [1 - a / b for a, b in zip(size.get("adapad", []), size.get(ref, []))]}
     return {"mechanism": mechanism, "finetune": finetune}

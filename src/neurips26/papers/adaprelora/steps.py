@@ -140,8 +140,26 @@ def predicted_state_bytes(run: dict, beta1) -> int:
     return 4 * (per_pair + 2 * run["other_trainable"])
 
 
+def late_share(curve) -> float:
+    """Share of a training-loss curve's decrease made in its last fifth: (mean of the fourth fifth -
+    mean of the last fifth) / (first point - mean of the last fifth); 1 when the loss did not fall.
+    Near 0 the curve has flattened; a large share means the run ended in a transient."""
+    xs = [float(x) for x in curve if x is not None and math.isfinite(float(x))]
+    if len(xs) < 3:
+        return float("nan")
+    k = max(1, len(xs) // 5)
+    last, prev = xs[-k:], xs[-2 * k:-k]
+    end = sum(last) / len(last)
+    drop = xs[0] - end
+    if drop <= 0:
+        return 1.0
+    return (sum(prev) / len(prev) - end) / drop
+
+
 def claims_summary(params: dict, tunes: dict, runs: dict) -> dict:
-    """Per task and method: the per-seed scores and items, the memory figures; the check."""
+    """Per task and method: the per-seed scores and items, the memory figures (largest over
+    seeds, and per seed), the validation score at the tuned lr (which picks the strongest
+    baseline), the late share of each run's loss decrease (`late_share`); the check."""
     out = {"tasks": {}, "check": {"max_rel_factor_diff": 0.0, "max_rel_image_diff": 0.0, "max_rel_imbalance_excess": 0.0,
                                   "layers": 0, "runs": 0}}
     for task, seed_runs in runs.items():
@@ -152,6 +170,11 @@ def claims_summary(params: dict, tunes: dict, runs: dict) -> dict:
              "items": {m: [r["methods"][m]["items"] for r in seed_runs] for m in methods},
              "state_bytes": {m: max(r["methods"][m]["state_bytes"] for r in seed_runs) for m in methods},
              "peak_bytes": {m: max(r["methods"][m]["peak_bytes"] for r in seed_runs) for m in methods},
+             "state_bytes_seeds": {m: [r["methods"][m]["state_bytes"] for r in seed_runs] for m in methods},
+             "peak_bytes_seeds": {m: [r["methods"][m]["peak_bytes"] for r in seed_runs] for m in methods},
+             "val_score": {m: next((x["score"] for x in tunes[task]["trials"].get(m, [])
+                                    if x["lr"] == tunes[task]["tuned"].get(m)), None) for m in methods},
+             "late_share": {m: [late_share(r["methods"][m]["loss_curve"]) for r in seed_runs] for m in methods},
              "peak_kind": seed_runs[0]["methods"]["adaprelora"]["peak_kind"],
              "state_predicted": predicted_state_bytes(seed_runs[0], seed_runs[0]["beta1"])}
         if metric == "bleu":

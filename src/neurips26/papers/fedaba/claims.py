@@ -11,8 +11,10 @@
                       "acc": {alpha: {aggregator: [mean token accuracy per seed]}},
                       "prefix": {alpha: {aggregator: [prefix distance per seed]}}}}}
 
-`lm` holds the generative profiles (task data_to_text on the tiny Llama): per profile, FedAbA
-against each baseline on mean token accuracy, and the prefix-stability row against CAFD.
+`lm` holds the generative profiles (task data_to_text on the tiny Llama); the rows read the most
+heterogeneous one (smallest low rank): FedAbA against each baseline on mean token accuracy, and
+the prefix-stability row against CAFD. The rows, their margins and controls are declared in
+`claims.yaml`; this module measures them (`claims.Sheet`).
 
 Every seed redraws the data, the Dirichlet split, the client initialisation and the data order;
 aggregators of one seed share all of them (paired comparisons).
@@ -26,8 +28,6 @@ P = "fedaba"
 NAMES = {"fedaba": "FedAbA", "cafd": "compose-aggregate-factorize-dispatch (no basis alignment)",
          "flexlora": "FlexLoRA", "hetlora": "HetLoRA", "zeropad": "zero-padding FedIT", "flora": "FLoRA"}
 BASELINES = ("hetlora", "flexlora", "zeropad", "flora")
-# Refactorization and gauge checks: relative Frobenius deviation in float64.
-CHECK_TOL = 1e-8
 
 
 def _get(d: dict, *keys):
@@ -38,78 +38,80 @@ def _get(d: dict, *keys):
     return d
 
 
-def claim_rows(summary: dict, scale: str) -> list[dict]:
+def _best_by_mean(acc: dict, names) -> str | None:
+    present = [a for a in names if acc.get(a)]
+    return max(present, key=lambda a: claims.mean_std(acc[a])[0]) if present else None
+
+
+def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
+    sheet = claims.Sheet(P, scale, spec=spec)
     strong, uniform, alpha = summary["strong"], summary["uniform"], str(summary["alpha"])
     low = summary["low_rank"]
-    rows = []
+    where = f"{strong}, alpha={alpha}"
     ours = _get(summary, "acc", strong, alpha, "fedaba")
     for base in BASELINES:
         theirs = _get(summary, "acc", strong, alpha, base)
         if not theirs:
+            sheet.untested(f"beats_{base}", f"{NAMES[base]} was not run on {where}")
             continue
-        rows.append(claims.comparison(
-            P, f"FedAbA outperforms {NAMES[base]} under heterogeneous ranks ({strong}, alpha={alpha})",
-            "global test accuracy after the last round", NAMES["fedaba"], ours, NAMES[base], theirs,
-            higher_is_better=True, scale=scale, figure="accuracy.png", paper_value="FedAbA best"))
-    # largest gains under the strongest rank heterogeneity: gain over the best baseline, strong vs uniform
+        sheet.comparison(f"beats_{base}", ours, theirs, method=f"FedAbA ({where})")
+
+    # the gain over the best baseline of each seed, strongest profile vs uniform ranks
     def gain(variant):
         acc = _get(summary, "acc", variant, alpha)
         present = [b for b in BASELINES if b in acc]
         if "fedaba" not in acc or not present:
             return []
         return [a - max(acc[b][s] for b in present) for s, a in enumerate(acc["fedaba"])]
-    rows.append(claims.comparison(
-        P, f"FedAbA's gain is larger under the strongest rank heterogeneity ({strong}) than with uniform ranks",
-        "FedAbA accuracy - best baseline accuracy (per seed)", f"gain at {strong}", gain(strong),
-        f"gain at {uniform}", gain(uniform), higher_is_better=True, scale=scale, figure="gain_vs_heterogeneity.png",
-        paper_value="largest gains at strongest heterogeneity", min_effect=0.0))
-    rows.append(claims.comparison(
-        P, f"Basis consistency stabilises the rank-{low} prefix dispatched to the lowest-rank clients "
-           f"({strong}, alpha={alpha})",
-        f"mean round-to-round subspace distance of the rank-{low} dispatched prefix (0 same, 1 orthogonal)",
-        NAMES["fedaba"], _get(summary, "prefix", strong, alpha, "fedaba"), NAMES["cafd"],
-        _get(summary, "prefix", strong, alpha, "cafd"), higher_is_better=False, scale=scale,
-        figure="prefix_stability.png", paper_value="unstable without basis consistency"))
-    rows.append(claims.comparison(
-        P, f"Basis consistency improves the rank-{low} clients' accuracy ({strong}, alpha={alpha})",
-        f"test accuracy of the rank-{low} clients' models", NAMES["fedaba"],
-        _get(summary, "acc_low", strong, alpha, "fedaba"), NAMES["cafd"], _get(summary, "acc_low", strong, alpha, "cafd"),
-        higher_is_better=True, scale=scale, figure="accuracy_by_rank.png"))
-    rows += lm_rows(summary.get("lm", {}), scale)
+    sheet.comparison("gain_grows_with_heterogeneity", gain(strong), gain(uniform),
+                     method=f"gain at {strong}", baseline=f"gain at {uniform}",
+                     how="gain = FedAbA - the best of the baselines on the same seed")
+    prefix = _get(summary, "prefix", strong, alpha)
+    sheet.comparison("prefix_stability", prefix.get("fedaba") if prefix else [], prefix.get("cafd") if prefix else [],
+                     method=f"FedAbA (rank-{low} prefix, {where})")
+    if prefix and prefix.get("flexlora"):
+        sheet.comparison("prefix_null_flexlora", prefix["flexlora"], prefix.get("cafd", []),
+                         method=f"FlexLoRA (rank-{low} prefix, {where})")
+    else:
+        sheet.untested("prefix_null_flexlora", f"FlexLoRA was not run on {where}")
+    sheet.comparison("low_rank_accuracy", _get(summary, "acc_low", strong, alpha, "fedaba"),
+                     _get(summary, "acc_low", strong, alpha, "cafd"), method=f"FedAbA (rank-{low} clients, {where})")
+    _lm(sheet, summary.get("lm", {}))
     checks = summary.get("checks", {})
-    rows.append(claims.check(
-        P, "Exact coefficient-space SVD refactorization equals the dense SVD of the aggregated update",
-        "max relative Frobenius error vs dense SVD over layers and rounds", NAMES["fedaba"],
-        checks.get("svd_rel_err", float("nan")), CHECK_TOL, scale, "", reference="torch.linalg.svd of the dense update"))
-    rows.append(claims.check(
-        P, "FedAbA's dispatch is unchanged when a client reparametrises its factors (B R, R^-1 A)",
-        "max relative deviation of the dispatched factors", NAMES["fedaba"],
-        checks.get("gauge_rel_err", float("nan")), CHECK_TOL, scale, ""))
-    rows.append(claims.untested(
-        P, "Theoretical analysis of basis consistency", "", NAMES["fedaba"],
-        "a theorem is not an experiment; the mechanism is measured by the prefix-stability rows", scale))
-    return rows
+    sheet.check("svd_refactorization", checks.get("svd_rel_err"))
+    sheet.check("gauge_invariance", checks.get("gauge_rel_err"))
+    sheet.untested("theory", "a theorem is not an experiment; the mechanism is measured by the prefix-stability rows")
+    return sheet.rows()
 
 
-def lm_rows(lm: dict, scale: str) -> list[dict]:
-    """The generative profiles' rows (see the module docstring)."""
-    rows = []
-    for v, d in lm.items():
-        alpha, low = str(d["alpha"]), d["low_rank"]
-        acc = d["acc"].get(alpha, {})
-        metric = f"{v}: mean token accuracy of the clients' final models (data-to-text, teacher-forced)"
-        for base in BASELINES:
-            if base not in acc or "fedaba" not in acc:
-                continue
-            rows.append(claims.comparison(
-                P, f"FedAbA outperforms {NAMES[base]} under heterogeneous ranks on the generative task ({v}, alpha={alpha})",
-                metric, NAMES["fedaba"], acc["fedaba"], NAMES[base], acc[base], higher_is_better=True, scale=scale,
-                figure="accuracy.png", paper_value="FedAbA best"))
-        prefix = d["prefix"].get(alpha, {})
-        if "fedaba" in prefix and "cafd" in prefix:
-            rows.append(claims.comparison(
-                P, f"Basis consistency stabilises the rank-{low} prefix on the generative task ({v}, alpha={alpha})",
-                f"mean round-to-round subspace distance of the rank-{low} dispatched prefix (0 same, 1 orthogonal)",
-                NAMES["fedaba"], prefix["fedaba"], NAMES["cafd"], prefix["cafd"], higher_is_better=False, scale=scale,
-                figure="prefix_stability.png"))
-    return rows
+def _lm(sheet: claims.Sheet, lm: dict) -> None:
+    """The generative rows, on the most heterogeneous generative profile (see the module docstring)."""
+    ids = ["lm_learns", "lm_prefix_null_flexlora", "lm_prefix_stability", *(f"lm_beats_{b}" for b in BASELINES)]
+    if not lm:
+        for i in ids:
+            sheet.untested(i, "no generative profile was run")
+        return
+    v = min(lm, key=lambda k: lm[k]["low_rank"])
+    d = lm[v]
+    alpha, low = str(d["alpha"]), d["low_rank"]
+    where = f"{v}, alpha={alpha}"
+    acc, prefix = d["acc"].get(alpha, {}), d["prefix"].get(alpha, {})
+    best = _best_by_mean(acc, list(acc))
+    if best is None:
+        sheet.untested("lm_learns", f"no aggregator scored on {where}")
+    else:
+        sheet.target("lm_learns", values=acc[best], method=f"{NAMES.get(best, best)} ({where})")
+    for base in BASELINES:
+        if base not in acc or "fedaba" not in acc:
+            sheet.untested(f"lm_beats_{base}", f"{NAMES[base]} was not run on {where}")
+            continue
+        sheet.comparison(f"lm_beats_{base}", acc["fedaba"], acc[base], method=f"FedAbA ({where})")
+    if "fedaba" in prefix and "cafd" in prefix:
+        sheet.comparison("lm_prefix_stability", prefix["fedaba"], prefix["cafd"], method=f"FedAbA (rank-{low} prefix, {where})")
+    else:
+        sheet.untested("lm_prefix_stability", f"FedAbA or CAFD was not run on {where}")
+    if "flexlora" in prefix and "cafd" in prefix:
+        sheet.comparison("lm_prefix_null_flexlora", prefix["flexlora"], prefix["cafd"],
+                         method=f"FlexLoRA (rank-{low} prefix, {where})")
+    else:
+        sheet.untested("lm_prefix_null_flexlora", f"FlexLoRA or CAFD was not run on {where}")

@@ -182,11 +182,12 @@ def conflict(run_method: dict, side: str, rounds=None) -> float:
 
 def claims_summary(runs: list[dict], methods: list[str]) -> dict:
     """Per alpha and method: per-seed accuracies and conflicts (seed order); `score` names the
-    accuracy (the generative task: mean token accuracy; its exact match under `exact_global`)."""
+    accuracy (the generative task: mean token accuracy; its exact match under `exact_global`);
+    `classes` the task's classes (chance = 1 / their number, for the regime control)."""
     alphas = sorted(runs[0]["alphas"], key=float)
     methods = [m for m in methods if m in runs[0]["alphas"][alphas[0]]["methods"]]
     out = {"alphas": alphas, "seeds": len(runs), "methods": methods, "by_alpha": {},
-           "score": runs[0].get("score", "global test accuracy (balanced)")}
+           "score": runs[0].get("score", "global test accuracy (balanced)"), "classes": runs[0].get("classes")}
     for a in alphas:
         out["by_alpha"][a] = {m: {"acc_global": [r["alphas"][a]["methods"][m]["acc_global"] for r in runs],
                                   "acc_local": [r["alphas"][a]["methods"][m]["acc_local"] for r in runs],
