@@ -167,7 +167,7 @@ def _log_slope(ranks, values) -> float:
 
     xs = [math.log(r) for r in ranks]
     ys = [math.log(max(v, 1e-300)) for v in values]
-    return claims.linear_fit(xs, ys)[0]
+    return claims.slope(xs, ys)
 
 
 def claims_summary(mech: dict, runs: list[dict], params: dict) -> dict:
@@ -184,15 +184,18 @@ def claims_summary(mech: dict, runs: list[dict], params: dict) -> dict:
             "sign_agreement_max_rank": [r[str(ranks[-1])]["sign_agreement"] for r in rows],
             "snr_max_rank": [r[str(ranks[-1])]["fd_snr"] for r in rows],
             "signal_r1": [r[str(ranks[0])]["signal"] for r in rows],
+            "sign_agreement_min_rank": [r[str(ranks[0])]["sign_agreement"] for r in rows],
         }
     cells_ = {}
     for key in runs[0]["runs"]:
         cells_[key] = {"method": runs[0]["runs"][key]["method"], "rank": runs[0]["runs"][key]["rank"],
                        "accuracy": [r["runs"][key]["test_accuracy"] for r in runs],
+                       "val_accuracy": [r["runs"][key].get("val_accuracy") for r in runs],
                        "items": [r["runs"][key]["test_correct"] for r in runs]}
     return {"ranks": ranks, "max_rank": ranks[-1], "min_rank": ranks[0], "mechanism": mechs, "cells": cells_,
             "rank": params["lora"]["rank"], "ranks_sweep": sorted({c["rank"] for c in cells_.values()}),
-            "zero_shot": [r["zero_shot"]["test_accuracy"] for r in runs], "seeds": len(runs),
+            "zero_shot": [r["zero_shot"]["test_accuracy"] for r in runs],
+            "zero_shot_items": [r["zero_shot"].get("test_correct") for r in runs], "seeds": len(runs),
             "forwards": runs[0]["forwards_per_run"], "noise_floor": mech["noise_floor"]}
 
 

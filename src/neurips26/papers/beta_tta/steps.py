@@ -305,6 +305,10 @@ def summarise(runs: dict, timings: dict, params: dict) -> dict:
                 "api_latency_per_sample_s": float(np.mean([r["cells"][c][m]["simulated_api_latency_per_sample_s"]
                                                            for r in seeds for c in cells])),
                 "client_seconds_per_sample": float(np.mean([t[m]["client_seconds_per_sample"] for t in timings[v]])),
+                # per seed, for the latency row's interval over seeds
+                "client_seconds_per_sample_seeds": [float(t[m]["client_seconds_per_sample"]) for t in timings[v]],
+                "api_latency_per_sample_seeds": [float(np.mean([r["cells"][c][m]["simulated_api_latency_per_sample_s"]
+                                                                for c in cells])) for r in seeds],
                 "whitebox_evaluations_per_sample": float(np.mean([r["cells"][c][m]["whitebox_evaluations_per_sample"]
                                                                   for r in seeds for c in cells])),
             }

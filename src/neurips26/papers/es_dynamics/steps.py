@@ -213,6 +213,9 @@ def claims_summary(syn: dict, runs: list[dict]) -> dict:
         "dim": s["dim"], "population": s["population"], "generations": s["generations"], "seeds": len(seeds), "window": w,
         "drift_es": [x["drift_final_es"] for x in seeds], "drift_sde": [x["drift_final_sde"] for x in seeds],
         "reward_gap": float(np.mean(np.abs(es_r - sde_r)) / rise), "reward_rise": float(rise),
+        "reward_gap_seeds": [float(np.mean(np.abs(np.asarray(x["reward_windows_es"]) - np.asarray(x["reward_windows_sde"]))) / rise)
+                             for x in seeds],
+        "regime_successes": int(sum(bool(method.shows_sequence(x["regimes_es"])) for x in seeds)),
         "regime_share": float(np.mean([method.shows_sequence(x["regimes_es"]) for x in seeds])),
         "peak_reward": [x["peak_reward"] for x in seeds], "final_reward": [x["final_reward"] for x in seeds],
         "progress_low_rank": [x["task_progress_low_rank"] for x in seeds], "progress_full_rank": [x["task_progress_full_rank"] for x in seeds],
