@@ -7,6 +7,7 @@
     neurips26 reference [--results DIR] [--out DIR]
     neurips26 compare [A] [B]
     neurips26 cost [--configfile FILE ...]
+    neurips26 power [--summary FILE] [--results DIR]
 
 Heavy libraries (torch, lightning, mlflow) are imported inside the steps, so start-up is fast.
 """
@@ -37,7 +38,8 @@ def _step_help() -> str:
               "  readme           regenerate each paper README's claims table from a summary.csv",
               "  reference        copy results/summary.csv into reference/ with the commit, config and machine",
               "  compare          rows whose verdict or number moved between two summaries (default reference/ vs results/)",
-              "  cost             GPU-hours and CPU-hours per paper that a config asks a SLURM cluster for"]
+              "  cost             GPU-hours and CPU-hours per paper that a config asks a SLURM cluster for",
+              "  power            seeds and job-seconds that would decide each inconclusive comparison row"]
     for name in SHARED:
         mod = info(name)
         lines.append(f"  {name:<16} {' -> '.join(mod.STEPS)}    {mod.TITLE}")
@@ -221,6 +223,18 @@ def _compare(args) -> int:
     return 1 if (result["changed"] or result["only_reference"] or result["only_current"]) else 0
 
 
+def _power(args) -> int:
+    from .core import power
+    from .core.io import read_csv
+
+    summary = Path(args.summary)
+    if not summary.exists():
+        print(f"neurips26 power: no summary at {summary}")
+        return 2
+    print(power.markdown(power.table(read_csv(summary), Path(args.results))), end="")
+    return 0
+
+
 def _cost(args) -> int:
     from .core import cost
     from .core.config import ConfigError
@@ -244,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="neurips26", description="Re-run NeurIPS 2026 papers against their baselines.",
         epilog=_step_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="{<paper>,list,report,readme,reference,compare}")
+    sub = parser.add_subparsers(dest="command", metavar="{<paper>,list,report,readme,reference,compare,power,cost}")
 
     p_list = sub.add_parser("list", help="papers, variants and seeds the config would run")
     p_list.add_argument("--configfile", action="append", default=[], help="extra config on top of config/config.yaml")
@@ -271,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     p_cost = sub.add_parser("cost", help="GPU-hours and CPU-hours per paper that a config asks a SLURM cluster for")
     p_cost.add_argument("--configfile", action="append", default=[], help="extra config on top of config/config.yaml")
     p_cost.add_argument("--workflow-dir", default=".", help="folder holding the Snakefile, config/ and profiles/")
+
+    p_pow = sub.add_parser("power", help="replicates and job-seconds that would decide each inconclusive comparison")
+    p_pow.add_argument("--summary", default="results/summary.csv", help="summary.csv to read (e.g. reference/summary.csv)")
+    p_pow.add_argument("--results", default="results", help="the run whose benchmark files give the cost of a seed")
 
     p_cmp = sub.add_parser("compare", help="compare two summaries: verdicts changed, numbers moved, rows on one side")
     p_cmp.add_argument("a", nargs="?", default="reference", help="reference folder or summary.csv (default reference/)")
@@ -301,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args)
     if args.command == "cost":
         return _cost(args)
+    if args.command == "power":
+        return _power(args)
     if args.command in ("readme", "reference", "compare"):
         return {"readme": _readme, "reference": _reference, "compare": _compare}[args.command](args)
     return _run_step(args.command, args.step, args)

@@ -344,3 +344,24 @@ def test_columns_are_the_design_ones(tmp_path):
         assert column in header
     with pytest.raises(ValueError, match="lacks the columns"):
         claims.write_claims(tmp_path / "bad.csv", [{"claim": "x"}])
+
+
+def test_power_table_costs_the_seeds_to_add(tmp_path, capsys):
+    from neurips26 import cli
+    from neurips26.core import power
+    from neurips26.core.io import write_csv
+
+    bench = tmp_path / "results" / "p" / "benchmarks" / "train"
+    bench.mkdir(parents=True)
+    for seed, secs in ((0, 10.0), (1, 14.0), (2, 12.0)):
+        (bench / f"a_seed{seed}.tsv").write_text(f"s\th:m:s\n{secs}\t0:00:10\n")
+    (bench / "shared.tsv").write_text("s\th:m:s\n100\t0:01:40\n")  # not a seed's job
+    row = decide(entry("a", margin=0.1), [2.1, 1.0, 3.2], [2.0, 1.3, 3.4])
+    assert row["reproduced"] == "inconclusive"
+    write_csv(tmp_path / "summary.csv", [row], claims.COLUMNS)
+    entries = power.table([row], tmp_path / "results")
+    need = int(row["n_to_decide"])
+    assert entries == [{"paper": "p", "id": "a", "claim": "claim a", "n": 3, "n_to_decide": need,
+                        "add_seeds": need - 3, "job_seconds": pytest.approx(12.0 * (need - 3))}]
+    assert cli.main(["power", "--summary", str(tmp_path / "summary.csv"), "--results", str(tmp_path / "results")]) == 0
+    assert f"| p | a | 3 | {need} |" in capsys.readouterr().out

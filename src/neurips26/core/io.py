@@ -126,12 +126,12 @@ def rounded(obj, digits: int = 10, floor: float = 0.0, keep_nonfinite: bool = Fa
     return obj
 
 
-def read_csv(path) -> list[dict[str, str]]:
+def read_csv(path, delimiter: str = ",") -> list[dict[str, str]]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"expected input file {path} does not exist")
     with path.open(newline="") as f:
-        reader = csv.DictReader(f)
+        reader = csv.DictReader(f, delimiter=delimiter)
         if not reader.fieldnames:
             raise InputFileError(path, "empty CSV (no header row)")
         return list(reader)
