@@ -1,4 +1,6 @@
-"""angular_nets claims rows: each says `no` on metrics where its claim is false and `yes` where it holds."""
+"""angular_nets claims rows (looked up by id): each says `no` on metrics where its claim is false
+and `yes` where it holds; an experiment whose full-precision model does not learn (its regime
+control) leaves its comparisons untested."""
 
 from __future__ import annotations
 
@@ -8,13 +10,13 @@ from neurips26.papers.angular_nets.claims import claim_rows
 
 SEEDS = 3
 ITEMS = 200
+VIT_ROWS = ("one_bit__vit", "matched_ste__vit", "two_bit__vit", "nu__vit")
 
 
-def _scores(acc: float, seed: int) -> dict:
+def _scores(acc: float, seed: int) -> list[int]:
     """Per-example correctness of one seed: accuracy `acc` plus a small seed effect."""
     k = round((acc + 0.01 * seed) * ITEMS)
-    correct = [1] * k + [0] * (ITEMS - k)
-    return correct
+    return [1] * k + [0] * (ITEMS - k)
 
 
 def _entry(acc: float, items: bool) -> dict:
@@ -22,11 +24,13 @@ def _entry(acc: float, items: bool) -> dict:
     return {"accuracy": [sum(c) / ITEMS for c in correct], "correct": correct if items else None}
 
 
-def _summary(angular: float, baseline: float, items: bool = True, recovered: bool = True) -> dict:
-    fam = {"bnn": ("bnn", 1), "xnor": ("xnor", 1), "angular_ste_w1a1": ("angular_ste", 1), "lsq_w2a2": ("lsq", 2),
-           "angular_w1a1": ("angular", 1), "angular_w2a2": ("angular", 2)}
+def _summary(angular: float, baseline: float, items: bool = True, recovered: bool = True, fp: float = 0.8,
+             classes: int | None = 10) -> dict:
+    fam = {"fp": ("fp", 32), "bnn": ("bnn", 1), "xnor": ("xnor", 1), "angular_ste_w1a1": ("angular_ste", 1),
+           "lsq_w2a2": ("lsq", 2), "angular_w1a1": ("angular", 1), "angular_w2a2": ("angular", 2)}
     methods = {n: {"family": f, "weight_bits": b, "activation_bits": b,
-                   **_entry(angular if f == "angular" else baseline - (0.05 if n == "xnor" else 0), items)}
+                   **_entry(fp if f == "fp" else angular if f == "angular" else baseline - (0.05 if n == "xnor" else 0),
+                            items)}
                for n, (f, b) in fam.items()}
     nu_study = {"0.5": _entry(baseline, items), "4": _entry(angular, items)}
     # under the condition (norm < threshold): all recovered, or one miss among them
@@ -35,52 +39,75 @@ def _summary(angular: float, baseline: float, items: bool = True, recovered: boo
     # outside it (a large gradient, or lambda_min = 0): misses do not count against the claim
     trials += [{"n": 8, "g_gradient_norm": 1e-5, "threshold": 0.0, "recovered": False} for _ in range(10)]
     trials += [{"n": 64, "g_gradient_norm": 0.1, "threshold": 2e-4, "recovered": False} for _ in range(5)]
-    return {"experiments": {"vit": {"methods": methods, "nu_study": nu_study, "data_fixed": False, "data": "shapes"}},
+    return {"experiments": {"vit": {"methods": methods, "nu_study": nu_study, "data_fixed": False, "data": "shapes",
+                                    "num_classes": classes}},
             "planted": {"trials": trials, "condition_margin": 0.5}}
 
 
+def _rows(summary: dict, scale: str = "default") -> dict:
+    return {r["id"]: r for r in claim_rows(summary, scale)}
+
+
 def _verdicts(summary: dict) -> dict:
-    return {r["claim"]: r["reproduced"] for r in claim_rows(summary, "test")}
-
-
-PLANTED = "a small G-gradient guarantees exact recovery of the planted binary target"
+    return {i: r["reproduced"] for i, r in _rows(summary).items()}
 
 
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_yes_when_the_claims_hold(items):
-    verdicts = _verdicts(_summary(angular=0.7, baseline=0.5, items=items, recovered=True))
-    assert len(verdicts) == 5
-    assert verdicts.pop(PLANTED) == "pass"
-    assert set(verdicts.values()) == {"yes"}, verdicts
+    v = _verdicts(_summary(angular=0.7, baseline=0.5, items=items, recovered=True))
+    assert v["planted_recovery"] == "pass" and v["fp_learns__vit"] == "yes"
+    assert {v[i] for i in VIT_ROWS} == {"yes"}, v
 
 
 @pytest.mark.parametrize("items", [True, False])
 def test_every_row_says_no_when_the_claims_fail(items):
-    verdicts = _verdicts(_summary(angular=0.4, baseline=0.6, items=items, recovered=False))
-    assert verdicts.pop(PLANTED) == "fail"
-    assert set(verdicts.values()) == {"no"}, verdicts
+    v = _verdicts(_summary(angular=0.4, baseline=0.6, items=items, recovered=False))
+    assert v["planted_recovery"] == "fail" and v["fp_learns__vit"] == "yes"
+    assert {v[i] for i in VIT_ROWS} == {"no"}, v
+
+
+def test_experiments_the_run_leaves_out_are_untested():
+    v = _verdicts(_summary(angular=0.7, baseline=0.5))
+    for key in ("resnet", "bert", "digits"):
+        assert v[f"fp_learns__{key}"] == "untested" and v[f"one_bit__{key}"] == "untested"
+
+
+def test_an_experiment_whose_fp_model_does_not_learn_is_untested():
+    # fp at 0.15 on 10 classes: 5 points above chance, below the 10-point floor
+    rows = _rows(_summary(angular=0.7, baseline=0.5, fp=0.15))
+    assert rows["fp_learns__vit"]["role"] == "regime" and rows["fp_learns__vit"]["reproduced"] == "no"
+    for i in VIT_ROWS:
+        assert rows[i]["reproduced"] == "untested"
+        assert rows[i]["criterion"].startswith("untested: its regime control 'fp_learns__vit' does not hold")
+    assert rows["planted_recovery"]["reproduced"] == "pass"
+
+
+def test_chance_follows_the_number_of_classes():
+    # 0.55 is 45 points above chance with 10 classes, 5 above it with 2
+    assert _verdicts(_summary(angular=0.7, baseline=0.5, fp=0.55))["fp_learns__vit"] == "yes"
+    assert _verdicts(_summary(angular=0.7, baseline=0.5, fp=0.55, classes=2))["fp_learns__vit"] == "no"
+    assert _verdicts(_summary(angular=0.7, baseline=0.5, classes=None))["one_bit__vit"] == "untested"
 
 
 def test_the_matched_row_compares_with_ste_on_the_same_projected_signs():
     summary = _summary(angular=0.7, baseline=0.5)
     summary["experiments"]["vit"]["methods"]["angular_ste_w1a1"].update(_entry(0.75, True))
-    row = next(r for r in claim_rows(summary, "test") if r["claim"].startswith("the G-Gradient"))
+    row = _rows(summary)["matched_ste__vit"]
     assert row["baseline"] == "angular_ste_w1a1" and row["reproduced"] == "no"
 
 
 def test_the_one_bit_row_compares_with_the_strongest_binary_baseline_and_says_when_data_is_fixed():
     summary = _summary(angular=0.7, baseline=0.5)
     summary["experiments"]["vit"]["data_fixed"] = True
-    row = next(r for r in claim_rows(summary, "test") if r["claim"].startswith("1-bit"))
+    row = _rows(summary)["one_bit__vit"]
     assert "A1 after an fp projection" in row["claim"]
     assert row["baseline"] == "bnn"
-    assert "paired bootstrap over 3 seeds x 200 items" in row["criterion"]
+    assert "paired bootstrap over replicates x 200 items" in row["criterion"]
     assert "replicates hold fixed: the shapes train and test sets" in row["criterion"]
 
 
 def test_a_gain_below_one_point_is_not_a_yes():
-    verdicts = _verdicts(_summary(angular=0.505, baseline=0.5))
-    assert verdicts["2-bit angular nets beat LSQ at 2 bits (vit)"] == "inconclusive"
+    assert _verdicts(_summary(angular=0.505, baseline=0.5))["two_bit__vit"] in ("inconclusive", "no")
 
 
 def test_fewer_than_three_seeds_or_no_small_gradient_trial_is_untested():
@@ -88,5 +115,19 @@ def test_fewer_than_three_seeds_or_no_small_gradient_trial_is_untested():
     for m in summary["experiments"]["vit"]["methods"].values():
         m["accuracy"], m["correct"] = m["accuracy"][:2], m["correct"][:2]
     summary["planted"]["trials"] = [t for t in summary["planted"]["trials"] if t["g_gradient_norm"] >= t["threshold"]]
-    rows = claim_rows(summary, "test")
-    assert [r["reproduced"] for r in rows if not r["claim"].startswith("more")] == ["untested"] * 4
+    v = _verdicts(summary)
+    assert [v[i] for i in ("one_bit__vit", "matched_ste__vit", "two_bit__vit", "planted_recovery")] == ["untested"] * 4
+
+
+def test_paper_scale_experiment_names_map_to_their_rows():
+    summary = _summary(angular=0.7, baseline=0.5)
+    summary["experiments"] = {"vit_imagenet": summary["experiments"]["vit"]}
+    row = _rows(summary, "paper")["one_bit__vit"]
+    assert row["reproduced"] == "yes" and "experiment vit_imagenet" in row["criterion"]
+
+
+def test_an_experiment_without_declared_rows_is_an_error():
+    summary = _summary(angular=0.7, baseline=0.5)
+    summary["experiments"]["mlp"] = summary["experiments"]["vit"]
+    with pytest.raises(ValueError, match="no rows in claims.yaml"):
+        claim_rows(summary, "default")

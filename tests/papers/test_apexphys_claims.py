@@ -1,5 +1,6 @@
-"""apexphys's claims rows: every row says `no` on metrics where its claim is false and `yes` where
-it holds; the per-clip items average to the domain-averaged MAE."""
+"""apexphys's claims rows (looked up by id): every claim row says `no` on metrics where its claim
+is false and `yes` where it holds; every claim row is untested where no continual model beats the
+untrained reference (its regime control); the per-clip items average to the domain-averaged MAE."""
 
 import numpy as np
 import pytest
@@ -21,18 +22,33 @@ def method(level, clips=20, seeds=3):
             "final_snr": [float(np.mean(x)) for x in snr], "snr_items": snr, "inherited_branches": [3, 0, 2]}
 
 
-def summary(apexphys_level, others=10.0):
+def summary(apexphys_level, others=10.0, green=20.0):
     methods = {v: method(others + 0.01 * k) for k, v in enumerate((*BASELINES, *ABLATIONS))}  # finetune is the strongest
     methods["joint"] = method(1.0)  # an upper bound, never the baseline
     methods["apexphys"] = method(apexphys_level)
-    return {"methods": methods, "holds_fixed": ""}
+    unsup = {"GREEN": {"final_mae": [green + 0.1 * s for s in range(3)]},
+             "POS": {"final_mae": [green + 1.0 + 0.1 * s for s in range(3)]}}
+    return {"methods": methods, "holds_fixed": "", "unsupervised": unsup}
+
+
+CLAIMS = ("forgetting", "final_mae", "plasticity", "physiological_consistency", "ablation_bcrp", "ablation_hes",
+          "ablation_pgp")
+
+
+def rows_of(s):
+    return {r["id"]: r for r in claim_rows(s, "default")}
 
 
 def verdicts(s):
-    return {r["claim"]: r["reproduced"] for r in claim_rows(s, "default")}
+    return {i: r["reproduced"] for i, r in rows_of(s).items() if r["role"] == "claim"}
 
 
 def test_every_row_says_yes_where_apexphys_is_better():
+    rows = rows_of(summary(6.0))
+    assert rows["learned_beats_untrained"]["role"] == "regime"
+    assert rows["learned_beats_untrained"]["reproduced"] == "yes"
+    assert rows["learned_beats_untrained"]["method"] == "apexphys"
+    assert rows["learned_beats_untrained"]["baseline"] == "GREEN (no training)"
     v = verdicts(summary(6.0))
     assert len(v) == 7 and set(v.values()) == {"yes"}, v
 
@@ -42,23 +58,40 @@ def test_every_row_says_no_where_apexphys_is_worse():
     assert len(v) == 7 and set(v.values()) == {"no"}, v
 
 
-def test_a_gain_below_half_a_bpm_is_inconclusive():
+def test_rows_are_untested_where_no_continual_model_beats_the_untrained_reference():
+    # GREEN (no training) at 9 bpm beats every continual model: the claims are out of regime, even
+    # where ApexPhys would beat the baselines
+    rows = rows_of(summary(9.5, others=10.0, green=9.0))
+    assert rows["learned_beats_untrained"]["reproduced"] != "yes"
+    for i in CLAIMS:
+        assert rows[i]["reproduced"] == "untested", i
+        assert rows[i]["criterion"].startswith("untested: its regime control 'learned_beats_untrained' does not hold")
+
+
+def test_without_untrained_references_the_regime_and_the_claims_are_untested():
+    s = summary(6.0)
+    del s["unsupervised"]
+    assert set(verdicts(s).values()) == {"untested"}
+
+
+def test_a_gain_below_half_a_bpm_is_not_a_yes():
+    # 0.2 bpm better, with seeds that agree: the interval lies below the 0.5-bpm margin, so the
+    # rule rules the claim out
     v = verdicts(summary(9.8, others=10.0))
-    assert set(v.values()) == {"inconclusive"}, v
+    assert set(v.values()) == {"no"}, v
 
 
 def test_the_strongest_continual_baseline_is_chosen_per_metric_and_joint_is_not_one():
-    rows = {r["claim"]: r for r in claim_rows(summary(6.0), "default")}
-    assert rows["ApexPhys forgets less than continual-learning baselines"]["baseline"] == "finetune"
-    assert "paired bootstrap over 3 seeds x 20 items" in rows["BCRP improves ApexPhys (ablation)"]["criterion"]
+    rows = rows_of(summary(6.0))
+    assert rows["forgetting"]["baseline"] == "finetune"
+    assert "paired bootstrap over replicates x 20 items" in rows["ablation_bcrp"]["criterion"]
 
 
 def test_the_snr_row_compares_against_the_baseline_with_the_highest_snr():
     s = summary(6.0)
     s["methods"]["replay"]["final_snr"] = [30.0, 30.1, 30.2]  # replay: the best SNR, so the row says no
     s["methods"]["replay"]["snr_items"] = [[30.0 + 0.1 * k] * 20 for k in range(3)]
-    rows = {r["claim"]: r for r in claim_rows(s, "default")}
-    row = rows["ApexPhys keeps the pulse waveform physiologically consistent across domains"]
+    row = rows_of(s)["physiological_consistency"]
     assert row["baseline"] == "replay" and row["reproduced"] == "no"
 
 
@@ -66,10 +99,10 @@ def test_the_pgp_row_is_untested_when_no_branch_was_ever_inherited():
     s = summary(6.0)
     s["methods"]["apexphys"]["inherited_branches"] = [0, 0, 0]
     v = verdicts(s)
-    assert v["PGP improves ApexPhys (ablation)"] == "untested"
-    assert v["HES improves ApexPhys (ablation)"] == "yes"
+    assert v["ablation_pgp"] == "untested"
+    assert v["ablation_hes"] == "yes"
     s["methods"]["apexphys"]["inherited_branches"] = [0, 1, 0]
-    assert verdicts(s)["PGP improves ApexPhys (ablation)"] == "yes"
+    assert verdicts(s)["ablation_pgp"] == "yes"
 
 
 def test_missing_methods_leave_rows_untested():
@@ -77,7 +110,7 @@ def test_missing_methods_leave_rows_untested():
     for v in ABLATIONS:
         del s["methods"][v]
     v = verdicts(s)
-    assert v["HES improves ApexPhys (ablation)"] == "untested"
+    assert v["ablation_hes"] == "untested"
 
 
 def test_final_items_average_to_the_domain_averaged_mae():

@@ -1,14 +1,19 @@
 """Claims rows of angular_nets, a pure function of the aggregated metrics (`steps.claims_summary`).
 
-Accuracy comparisons pair the methods of one experiment by seed (same data, steps and optimiser)
-and, when the runs saved which test examples each method got right, by test example: the
-interval is the wider of the two-level paired bootstrap over seeds x test examples and the
-paired t over seeds (`core.claims.comparison`). The 1-bit angular layer binarises its
-activations after a full-precision projection G x, so its 1-bit rows are labelled so and it
-meets two kinds of STE baseline: BNN / XNOR-Net (sign of the raw input) and `angular_ste`
-(straight-through sign of the same projections). The planted-model claim ("a small
-G-gradient guarantees exact recovery") is a check: every trial under the recovery condition
-(G-gradient norm below its threshold, `planted.recovery_threshold`) must recover w*.
+The rows, margins and controls are declared in `claims.yaml`; this module computes their numbers
+and `core.claims.Sheet` decides them. An entry's id ends in its experiment's key, the experiment
+name up to the first "_" (`resnet_cifar10` at paper scale is the `resnet` experiment of the
+default scale). Accuracy comparisons pair the methods of one experiment by seed (same data, steps
+and optimiser) and, when the runs saved which test examples each method got right, by test
+example: the interval is the wider of the two-level paired bootstrap over seeds x test examples
+and the paired t over seeds. The 1-bit angular layer binarises its activations after a
+full-precision projection G x, so its 1-bit rows are labelled so and it meets two kinds of STE
+baseline: BNN / XNOR-Net (sign of the raw input) and `angular_ste` (straight-through sign of the
+same projections). Every comparison of an experiment stands on its regime control
+`fp_learns__<key>`: the full-precision model reaches ten points above chance, or the
+experiment's quantised nets are not compared. The planted-model claim ("a small G-gradient
+guarantees exact recovery") is a check: every trial under the recovery condition (G-gradient
+norm below its threshold, `planted.recovery_threshold`) must recover w*.
 """
 
 from __future__ import annotations
@@ -16,73 +21,96 @@ from __future__ import annotations
 from neurips26.core import claims
 
 P = "angular_nets"
-# One percentage point of test accuracy: below that a gain is within what a different seed or
-# test draw moves (a 1000-example test set has a binomial standard error of about 1.5 points).
-MIN_ACCURACY_GAIN = 0.01
 STE_BINARY = ("bnn", "xnor")
+ROWS = ("fp_learns", "one_bit", "matched_ste", "two_bit", "nu")
 
 
 def _mean(xs):
     return sum(xs) / len(xs)
 
 
-def _compare(claim: str, metric: str, exp: dict, method: str, mvals: dict, baseline: str, bvals: dict,
-             scale: str, figure: str) -> dict:
-    items = mvals["correct"] is not None and bvals["correct"] is not None
-    fixed = f"the {exp['data']} train and test sets" if exp["data_fixed"] else ""
-    return claims.comparison(P, claim, metric, method, mvals["accuracy"], baseline, bvals["accuracy"], True,
-                             scale, figure, min_effect=MIN_ACCURACY_GAIN,
-                             method_items=mvals["correct"] if items else None,
-                             baseline_items=bvals["correct"] if items else None, holds_fixed=fixed)
+def experiment_key(name: str) -> str:
+    return name.split("_")[0]
+
+
+def _experiment_rows(sheet: claims.Sheet, e: str, exp: dict, key: str, declared: set[str]) -> None:
+    methods = exp["methods"]
+    fixed = f"replicates hold fixed: the {exp['data']} train and test sets" if exp["data_fixed"] else ""
+
+    def at_bits(families, bits):
+        return [n for n, m in methods.items() if m["family"] in families
+                and m["weight_bits"] == bits and m["activation_bits"] == bits]
+
+    def compare(row, method, mvals, baseline, bvals):
+        id = f"{row}__{key}"
+        if id not in declared:
+            raise ValueError(f"{P}: experiment '{e}' measures '{id}', which claims.yaml does not declare")
+        items = mvals["correct"] is not None and bvals["correct"] is not None
+        sheet.comparison(id, mvals["accuracy"], bvals["accuracy"], method=method, baseline=baseline,
+                         method_items=mvals["correct"] if items else None,
+                         baseline_items=bvals["correct"] if items else None,
+                         how="; ".join(filter(None, (f"experiment {e} ({exp['data']})", fixed))))
+        done.add(id)
+
+    done: set[str] = set()
+    fp = [n for n, m in methods.items() if m["family"] == "fp"]
+    classes = exp.get("num_classes")
+    if fp and classes:
+        chance = 1.0 / classes
+        sheet.target(f"fp_learns__{key}", values=[a - chance for a in methods[fp[0]]["accuracy"]], method=fp[0],
+                     how=f"experiment {e} ({exp['data']}, {classes} classes, chance {chance:.3g})")
+    else:
+        sheet.untested(f"fp_learns__{key}", "the experiment trains no full-precision model" if not fp
+                       else "the run does not record the number of classes")
+    done.add(f"fp_learns__{key}")
+    ang1, binaries = at_bits(("angular",), 1), at_bits(STE_BINARY, 1)
+    if ang1 and binaries:
+        best = max(binaries, key=lambda n: _mean(methods[n]["accuracy"]))
+        compare("one_bit", ang1[0], methods[ang1[0]], best, methods[best])
+    matched = at_bits(("angular_ste",), 1)
+    if ang1 and matched:
+        compare("matched_ste", ang1[0], methods[ang1[0]], matched[0], methods[matched[0]])
+    ang2, lsq2 = at_bits(("angular",), 2), at_bits(("lsq",), 2)
+    if ang2 and lsq2:
+        compare("two_bit", ang2[0], methods[ang2[0]], lsq2[0], methods[lsq2[0]])
+    nus = list(exp["nu_study"])
+    if len(nus) >= 2:
+        lo, hi = min(nus, key=float), max(nus, key=float)
+        compare("nu", f"nu={hi}", exp["nu_study"][hi], f"nu={lo}", exp["nu_study"][lo])
+    for id in sorted(declared - done):
+        if id.endswith(f"__{key}"):
+            what = {"one_bit": "a 1-bit angular net and BNN or XNOR-Net", "matched_ste": "a 1-bit angular net and "
+                    "the STE on projected signs", "two_bit": "a 2-bit angular net and LSQ at 2 bits",
+                    "nu": "a nu study of two or more values"}[id.split("__")[0]]
+            sheet.untested(id, f"experiment {e} runs no {what}")
 
 
 def claim_rows(summary: dict, scale: str) -> list[dict]:
-    rows = []
-    for e, exp in summary["experiments"].items():
-        methods = exp["methods"]
-
-        def at_bits(families, bits):
-            return [n for n, m in methods.items() if m["family"] in families
-                    and m["weight_bits"] == bits and m["activation_bits"] == bits]
-
-        ang1, binaries = at_bits(("angular",), 1), at_bits(STE_BINARY, 1)
-        if ang1 and binaries:
-            best = max(binaries, key=lambda n: _mean(methods[n]["accuracy"]))
-            rows.append(_compare(f"1-bit angular layers (A1 after an fp projection) beat the strongest 1-bit "
-                                 f"STE baseline on raw signs ({e})",
-                                 "test accuracy at W1/A1, higher is better", exp, ang1[0], methods[ang1[0]],
-                                 best, methods[best], scale, "accuracy_vs_bits.png"))
-        matched = at_bits(("angular_ste",), 1)
-        if ang1 and matched:
-            rows.append(_compare(f"the G-Gradient beats a straight-through sign on the same projected 1-bit "
-                                 f"features ({e})", "test accuracy at W1/A1 (A1 after an fp projection), higher is better",
-                                 exp, ang1[0], methods[ang1[0]], matched[0], methods[matched[0]], scale,
-                                 "accuracy_vs_bits.png"))
-        ang2, lsq2 = at_bits(("angular",), 2), at_bits(("lsq",), 2)
-        if ang2 and lsq2:
-            rows.append(_compare(f"2-bit angular nets beat LSQ at 2 bits ({e})", "test accuracy at W2/A2, higher is better",
-                                 exp, ang2[0], methods[ang2[0]], lsq2[0], methods[lsq2[0]], scale,
-                                 "accuracy_vs_bits.png"))
-        nus = list(exp["nu_study"])
-        if len(nus) >= 2:
-            lo, hi = min(nus, key=float), max(nus, key=float)
-            rows.append(_compare(f"more random features (larger nu) improve 1-bit angular nets ({e})",
-                                 "test accuracy of the 1-bit angular net, higher is better", exp, f"nu={hi}",
-                                 exp["nu_study"][hi], f"nu={lo}", exp["nu_study"][lo], scale, "accuracy_vs_nu.png"))
-    rows.append(planted_row(summary["planted"], scale))
-    return rows
+    sheet = claims.Sheet(P, scale)
+    declared = {id for id in sheet.order if "__" in id}
+    keys = {}
+    for e in summary["experiments"]:
+        k = experiment_key(e)
+        if k in keys:
+            raise ValueError(f"{P}: experiments '{keys[k]}' and '{e}' share the key '{k}' of their claims rows")
+        if f"fp_learns__{k}" not in declared:
+            raise ValueError(f"{P}: experiment '{e}' has no rows in claims.yaml (ids ending in '__{k}')")
+        keys[k] = e
+    for k, e in keys.items():
+        _experiment_rows(sheet, e, summary["experiments"][e], k, declared)
+    for id in sheet.order:
+        if "__" in id and id.split("__")[1] not in keys:
+            sheet.untested(id, f"no experiment '{id.split('__')[1]}' in run_variants at this scale")
+    planted_row(sheet, summary["planted"])
+    return sheet.rows()
 
 
-def planted_row(planted: dict, scale: str) -> dict:
+def planted_row(sheet: claims.Sheet, planted: dict) -> None:
     """Check: misses among the trials under the recovery condition, which must be 0."""
     margin = planted["condition_margin"]
     under = [t for t in planted["trials"] if t["g_gradient_norm"] < t["threshold"]]
-    claim = "a small G-gradient guarantees exact recovery of the planted binary target"
-    metric = (f"trials under the condition (final G-gradient norm < {margin:g} lambda_min(H*) / sqrt(d)) "
-              "that miss w* (sign(w) != w* somewhere)")
     misses = sum(not t["recovered"] for t in under)
-    reason = "" if under else "no trial ended under the recovery condition"
-    return claims.check(P, claim, metric, "G-gradient training, 1-bit planted model",
-                        float(misses) if under else float("nan"), 0.0, scale, "planted_recovery.png",
-                        reference="exact recovery (0 misses)", n=len(under),
-                        how=f"{misses} of {len(under)} trials under the condition miss w*", untested_reason=reason)
+    sheet.check("planted_recovery", float(misses) if under else None, n=len(under),
+                how=(f"condition: final G-gradient norm < {margin:g} lambda_min(H*) / sqrt(d); {misses} of {len(under)} "
+                     "trials under the condition miss w*"),
+                untested="" if under else "no trial ended under the recovery condition")

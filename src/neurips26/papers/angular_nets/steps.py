@@ -331,9 +331,24 @@ def _vals(runs, method, key="accuracy"):
     return [r["methods"][method][key] for r in runs if method in r["methods"]]
 
 
-def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict) -> dict:
+def num_classes(source: str, d: dict) -> int | None:
+    """The number of classes of a data source, read without loading the data (chance accuracy is
+    one over it); None when it cannot be told."""
+    if source in ("shapes", "digits", "cifar10", "markers"):
+        return 10
+    if source == "imagenet":
+        return sum(p.is_dir() for p in (Path(d["imagenet_dir"]) / "train").iterdir())
+    if source == "glue":
+        from . import data as D
+
+        return max(D.read_glue_tsv(Path(d["glue_dir"]) / "dev.tsv", d["glue_task"])[2]) + 1
+    return None
+
+
+def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict, data_params: dict | None = None) -> dict:
     """What the claims need, per experiment and method: family, bits, per-seed accuracy and
-    per-seed per-example correctness (None when a run did not save it); the planted trials."""
+    per-seed per-example correctness (None when a run did not save it); the experiment's number
+    of classes (None without `data_params`); the planted trials."""
     def entry(results: list[dict]) -> dict:
         correct = [r.get("correct") for r in results]
         return {"accuracy": [r["accuracy"] for r in results],
@@ -347,7 +362,8 @@ def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict) -> dict:
                    for n, m in first["methods"].items()}
         nu_study = {nu: entry([r["nu_study"][nu] for r in rs]) for nu in sorted(first["nu_study"], key=float)}
         experiments[e] = {"methods": methods, "nu_study": nu_study, "data_fixed": bool(first.get("data_fixed")),
-                          "data": first["data"]}
+                          "data": first["data"],
+                          "num_classes": num_classes(first["data"], data_params) if data_params is not None else None}
     return {"experiments": experiments,
             "planted": {k: planted_m[k] for k in ("trials", "condition_margin")}}
 
@@ -462,4 +478,4 @@ def figures(params, inputs, out: Path):
                          "method": f"{runs[e][0]['nu_study_method']} (nu study)", "weight_bits": "1",
                          "activation_bits": "1", "nu": nu, "accuracy": claims.fmt(accs), "storage_mb": f"{sb / 1e6:.4f}",
                          "fp32_storage_mb": f"{fp_bytes / 1e6:.4f}", "compression_vs_fp32": f"{fp_bytes / sb:.1f}x"})
-    return claims.write_tables(out, rows, claim_rows(claims_summary(runs, planted_m, methods_cfg), scale))
+    return claims.write_tables(out, rows, claim_rows(claims_summary(runs, planted_m, methods_cfg, params["data"]), scale))

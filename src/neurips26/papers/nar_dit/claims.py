@@ -10,15 +10,20 @@
   seeds in the same order for every regime (seed i of every regime shares data, evaluation
   noise and probe pairs);
 - `holds_fixed`: what the seeds keep fixed ("" if nothing);
-- `guided` (optional): {"scale": s, "regimes": {regime: per seed, the final FD with guidance s}};
+- `guided` (optional): {"scale": s, "regimes": {regime: per seed, the final FD with guidance s}}
+  for every regime sampled with guidance (all of them when `evaluate.guided_scale` is set);
 - `size_study` (optional): {"variants": regimes, "sizes": names small to large, "params": one
   count per size, "fd": {regime: per seed, the final FD at every size},
   "extrapolate_params": the count the trend is read at}.
 
-The speedup follows the paper's definition: per seed, the steps DiT needs to reach the routed
-regime's FD at `reference_step` (linear interpolation on the snapshot grid) divided by
-`reference_step`. The grid resolves speedups up to steps[-1] / reference_step; a seed whose DiT
-never reaches the target leaves the row untested.
+The rows, margins and bands are declared in `claims.yaml`; this module computes their numbers and
+`core.claims.Sheet` decides them. The speedup follows the paper's definition: per seed, the steps
+DiT needs to reach the routed regime's FD at `reference_step` (linear interpolation on the
+snapshot grid) divided by `reference_step`, a ratio read on the log scale over seeds. The grid
+resolves speedups up to steps[-1] / reference_step; a seed whose DiT never reaches the target
+leaves the row untested. TREAD's own speedup over DiT is the regime control of the NAR-vs-DiT and
+NAR-vs-TREAD speed and quality rows: where routing does not speed up training at all, those rows
+are untested. The size slopes are fitted per seed and the t interval taken over those slopes.
 """
 
 from __future__ import annotations
@@ -28,10 +33,6 @@ import math
 from neurips26.core import claims
 
 P = "nar_dit"
-# comparisons: the smallest improvement that counts, as a share of the baseline's mean
-FD_MIN_EFFECT = 0.05  # of the baseline's FD
-SENSITIVITY_MIN_EFFECT = 0.10  # of the baseline's route sensitivity (it spans orders of magnitude)
-GAP_MIN_EFFECT = 0.05  # of the baseline's train/held-out gap
 
 
 def steps_to_reach(steps: list[int], curve: list[float], target: float) -> tuple[float, str]:
@@ -59,32 +60,25 @@ def speedups(summary: dict, regime: str) -> tuple[list[float], list[str]]:
     return out, status
 
 
-def _speedup_row(summary: dict, regime: str, claim: str, scale: str, paper_value: str) -> dict:
+def _speedup_row(sheet: claims.Sheet, summary: dict, id: str, regime: str) -> None:
+    if regime not in summary["regimes"] or "dit" not in summary["regimes"]:
+        sheet.untested(id, f"the regime '{regime if regime in summary['regimes'] else 'dit'}' is not in run_variants")
+        return
     steps, ref, fd = summary["steps"], summary["reference_step"], summary["fd_name"]
-    metric = f"speedup: DiT's steps to reach {regime}'s {fd} at step {ref}, / {ref} (higher is better)"
     limit = steps[-1] / ref
     values, status = speedups(summary, regime)
     how = (f"per seed, DiT's steps to reach {regime}'s {fd} at step {ref} (interpolated on the "
            f"{steps[1] - steps[0] if len(steps) > 1 else steps[0]}-step snapshot grid) / {ref}; "
-           f"geometric mean, 95% t interval of the log over {len(values)} paired seeds; "
            f"the grid resolves {steps[0] / ref:.3g}x to {limit:.3g}x")
     if status.count("first"):
         how += f"; {status.count('first')} seed(s) at the first snapshot: upper bounds"
     if summary.get("holds_fixed"):
         how += f"; replicates hold fixed: {summary['holds_fixed']}"
     reason = ""
-    if len(values) < claims.MIN_REPLICATES:
-        reason = f"fewer than {claims.MIN_REPLICATES} seeds"
-    elif "never" in status:
+    if "never" in status:
         reason = (f"speedup beyond the measurable {limit:.3g}x: DiT does not reach {regime}'s {fd} at step "
                   f"{ref} within {steps[-1]} steps in {status.count('never')} of {len(values)} seeds")
-    value, interval = math.nan, None
-    if not reason:
-        m, lo, hi = claims.paired_t_interval([math.log(v) for v in values])
-        value, interval = math.exp(m), (math.exp(lo), math.exp(hi))
-    return claims.target(P, claim, metric, regime, value, (1.0, None), scale, "fd_vs_steps.png",
-                         interval=interval, paper_value=paper_value, n=len(values), baseline="dit",
-                         how=how, untested_reason=reason)
+    sheet.target(id, values=[v for v in values if not math.isnan(v)], how=how, untested=reason)
 
 
 def size_trend(params: list[float], routed: list[list[float]], dit: list[list[float]]) -> list[tuple[float, float]]:
@@ -117,51 +111,62 @@ def size_prediction(fits: list[tuple[float, float]], at_params: float) -> dict:
             "breakeven_params": 10 ** (-intercept / slope) if slope < 0 else math.nan}
 
 
-def _size_rows(summary: dict, scale: str) -> list[dict]:
+def _size_rows(sheet: claims.Sheet, summary: dict) -> None:
     study = summary.get("size_study")
+    ids = {"nar": "size_trend_nar", "tread": "size_trend_tread"}
     if not study:
-        return []
+        for id in ids.values():
+            sheet.untested(id, "the run has no size study (nar_dit.size_study)")
+        return
+    unknown = [v for v in study["variants"] if v != "dit" and v not in ids]
+    if unknown:
+        raise ValueError(f"{P}: size-study regimes without rows in claims.yaml: {', '.join(unknown)}")
     fd, names, params = summary["fd_name"], study["sizes"], study["params"]
-    rows = []
-    for regime in study["variants"]:
-        if regime == "dit":
+    for regime, id in ids.items():
+        if regime not in study["variants"] or "dit" not in study["variants"]:
+            sheet.untested(id, f"the size study does not train '{regime if 'dit' in study['variants'] else 'dit'}'")
             continue
-        claim = f"routing pays more as the model grows: {regime}'s {fd} deficit against DiT shrinks with size"
-        metric = (f"slope of ({regime} / DiT - 1) in final {fd} against log10(parameters), per decade "
-                  "(negative = the deficit shrinks with size)")
-        fits = size_trend(params, study["fd"][regime], study["fd"]["dit"])
-        slopes = [f[0] for f in fits]
-        pred = size_prediction(fits, study["extrapolate_params"])
+        xs = [math.log10(p) for p in params]
+        ys = [[r / d - 1 for r, d in zip(r_seed, d_seed)] for r_seed, d_seed in zip(study["fd"][regime], study["fd"]["dit"])]
+        if len(xs) < 2:
+            sheet.untested(id, "a size trend needs at least two sizes")
+            continue
+        pred = size_prediction(size_trend(params, study["fd"][regime], study["fd"]["dit"]), study["extrapolate_params"])
         how = (f"per seed, least-squares line of {regime}/DiT - 1 in final {fd} on log10(params) over "
                f"{len(names)} sizes ({', '.join(f'{n}: {p / 1e6:.3g}M params' for n, p in zip(names, params))}), "
-               f"each size with its own training length; mean slope, 95% t interval over {len(slopes)} seeds; "
-               f"the mean line gives {pred['deficit_at_params']:+.3g} at {pred['at_params'] / 1e6:.3g}M params")
-        reason = f"fewer than {claims.MIN_REPLICATES} seeds" if len(slopes) < claims.MIN_REPLICATES else ""
-        value, interval = _mean(slopes), None
-        if not reason:
-            m, lo, hi = claims.paired_t_interval(slopes)
-            value, interval = m, (lo, hi)
-        rows.append(claims.target(P, claim, metric, regime, value, (None, 0.0), scale, "size_study.png",
-                                  interval=interval, n=len(slopes), baseline="dit", how=how,
-                                  paper_value="gains reported at DiT-XL/2 (675M params)", untested_reason=reason))
-    return rows
+               f"each size with its own training length; the mean line gives {pred['deficit_at_params']:+.3g} at "
+               f"{pred['at_params'] / 1e6:.3g}M params")
+        sheet.target(id, values=claims.slopes_per_replicate(xs, ys), how=how)
 
 
-def _guided_row(summary: dict, scale: str) -> dict:
-    guided, fd = summary.get("guided"), summary["fd_name"]
-    claim = "classifier-free guidance improves NAR's sample quality (the paper's guided FID)"
-    if not guided or "nar" not in guided["regimes"]:
-        return claims.untested(P, claim, f"final {fd}, guided vs unguided", "nar",
-                               "no guided sampling (evaluate.guided_scale is null) or no 'nar' regime", scale,
-                               "guidance.png")
-    g = guided["regimes"]["nar"]
-    base = summary["regimes"]["nar"]["final_fd"]
-    return claims.comparison(P, claim, f"final {fd} of NAR, guided (scale {guided['scale']:g}) vs unguided, "
-                             "lower is better", f"nar_cfg{guided['scale']:g}", g, "nar_unguided", base, False, scale,
-                             "guidance.png", min_effect=FD_MIN_EFFECT * abs(_mean(base)),
-                             holds_fixed="; ".join(filter(None, (summary.get("holds_fixed", ""),
-                                                                  "the sampling noise and labels"))),
-                             paper_value="FID 2.67 guided (ImageNet-256)")
+def _ratio_check(sheet: claims.Sheet, id: str, num: list[float], den: list[float], how: str) -> None:
+    ratios = [a / b for a, b in zip(num, den)]
+    sheet.check(id, max(ratios), n=len(ratios), how=f"largest ratio over seeds ({', '.join(f'{r:.3g}' for r in ratios)}); {how}")
+
+
+def _guided_rows(sheet: claims.Sheet, summary: dict) -> None:
+    guided, regimes = summary.get("guided"), summary["regimes"]
+    g = (guided or {}).get("regimes", {})
+    fixed = "; ".join(filter(None, (summary.get("holds_fixed", ""), "the sampling noise and labels")))
+    if not guided:
+        why = "no guided sampling (evaluate.guided_scale is null)"
+        sheet.untested("guided_nar_vs_dit", why)
+        sheet.check("guidance_nar", None, untested=why)
+        return
+    scale = f"{guided['scale']:g}"
+    if "nar" in g and "dit" in g:
+        sheet.comparison("guided_nar_vs_dit", g["nar"], g["dit"], method=f"nar_cfg{scale}", baseline=f"dit_cfg{scale}",
+                         how=f"guidance scale {scale} on both sides; replicates hold fixed: {fixed}")
+    else:
+        sheet.untested("guided_nar_vs_dit", "no guided samples of " + " and ".join(v for v in ("nar", "dit") if v not in g))
+    if "nar" in g and "nar" in regimes:
+        _ratio_check(sheet, "guidance_nar", g["nar"], regimes["nar"]["final_fd"],
+                     f"guidance scale {scale}, the same noise and labels as the unguided samples; guided DiT: "
+                     + (", ".join(f"{x:.3g}" for x in g["dit"]) + " against unguided "
+                        + ", ".join(f"{x:.3g}" for x in regimes["dit"]["final_fd"]) if "dit" in g and "dit" in regimes
+                        else "not sampled"))
+    else:
+        sheet.check("guidance_nar", None, untested="no guided samples of nar")
 
 
 def _mean(values: list[float]) -> float:
@@ -169,55 +174,41 @@ def _mean(values: list[float]) -> float:
 
 
 def claim_rows(summary: dict, scale: str) -> list[dict]:
-    regimes, fd = summary["regimes"], summary["fd_name"]
+    sheet = claims.Sheet(P, scale)
+    regimes = summary["regimes"]
     fixed = summary.get("holds_fixed", "")
+    how = f"replicates hold fixed: {fixed}" if fixed else ""
 
-    def compare(claim, metric_key, metric, method, baseline, share, figure, items_key=None):
-        for v in (method, baseline):
-            if v not in regimes:
-                return claims.untested(P, claim, metric, method, f"the regime '{v}' is not in run_variants", scale,
-                                       figure)
-        m, b = regimes[method][metric_key], regimes[baseline][metric_key]
+    def compare(id, key, method, baseline, items_key=None):
+        missing = [v for v in (method, baseline) if v not in regimes]
+        if missing:
+            sheet.untested(id, f"the regime '{missing[0]}' is not in run_variants")
+            return
         kw = {}
         if items_key:
             kw = {"method_items": regimes[method][items_key], "baseline_items": regimes[baseline][items_key]}
-        return claims.comparison(P, claim, metric, method, m, baseline, b, False, scale, figure,
-                                 min_effect=share * abs(_mean(b)), holds_fixed=fixed, **kw)
+        sheet.comparison(id, regimes[method][key], regimes[baseline][key], how=how, **kw)
 
-    final = f"final {fd}, lower is better"
-    sens = "route sensitivity at high noise (relative MSE under a 0.5 routing probe), lower is better"
-    gap = "train/held-out gap: held-out minus train flow loss, mean over noise groups, lower is better"
-    rows = [
-        _speedup_row(summary, "nar", "NAR converges faster than DiT", scale, "15.6x (ImageNet-256, 400K steps)")
-        if "nar" in regimes else claims.untested(P, "NAR converges faster than DiT", "speedup", "nar",
-                                                 "the regime 'nar' is not in run_variants", scale, "fd_vs_steps.png"),
-        compare("NAR improves generation quality over DiT", "final_fd", final, "nar", "dit", FD_MIN_EFFECT,
-                "fd_vs_steps.png"),
-        compare("NAR outperforms TREAD at the same mean routing ratio", "final_fd", final, "nar", "tread",
-                FD_MIN_EFFECT, "fd_vs_steps.png"),
-        compare("more routing at high noise beats the inverted schedule", "final_fd", final, "nar", "nar_inverted",
-                FD_MIN_EFFECT, "fd_vs_steps.png"),
-        # mechanism: what is specific to NAR is where the routing goes, so NAR is compared with
-        # the same mean ratio spread evenly (TREAD) and spread the other way (inverted)
-        compare("a larger routing ratio at high noise regularises route sensitivity there (vs TREAD)",
-                "route_sensitivity_high", sens, "nar", "tread", SENSITIVITY_MIN_EFFECT, "mechanism.png"),
-        compare("a larger routing ratio at high noise regularises route sensitivity there (vs inverted)",
-                "route_sensitivity_high", sens, "nar", "nar_inverted", SENSITIVITY_MIN_EFFECT, "mechanism.png"),
-        compare("noise-aware allocation shrinks the train/held-out gap (vs TREAD)", "mean_generalization_gap", gap,
-                "nar", "tread", GAP_MIN_EFFECT, "mechanism.png", items_key="gap_items"),
-        compare("noise-aware allocation shrinks the train/held-out gap (vs inverted)", "mean_generalization_gap",
-                gap, "nar", "nar_inverted", GAP_MIN_EFFECT, "mechanism.png", items_key="gap_items"),
-    ]
-    if "tread" in regimes:
-        rows.append(_speedup_row(summary, "tread", "TREAD converges faster than DiT (prior work)", scale,
-                                 "stated in the abstract, no number"))
-        # sanity: DiT never saw dropped tokens, so any routed regime should be far less route-sensitive
-        ratios = [t / d for t, d in zip(regimes["tread"]["route_sensitivity_high"],
-                                        regimes["dit"]["route_sensitivity_high"])]
-        rows.append(claims.check(P, "sanity: TREAD is less route-sensitive than DiT, which never routes",
-                                 "route sensitivity at high noise, TREAD / DiT per seed", "tread", max(ratios), 1.0,
-                                 scale, "mechanism.png", reference="dit", n=len(ratios),
-                                 how="largest ratio over seeds"))
-    rows.append(_guided_row(summary, scale))
-    rows.extend(_size_rows(summary, scale))
-    return rows
+    def sensitivity(id, method, baseline):
+        if method not in regimes or baseline not in regimes:
+            sheet.check(id, None, untested=f"the regime '{method if method not in regimes else baseline}' is not in run_variants")
+            return
+        _ratio_check(sheet, id, regimes[method]["route_sensitivity_high"], regimes[baseline]["route_sensitivity_high"],
+                     "route sensitivity at high noise under the same routing probe for both")
+
+    _speedup_row(sheet, summary, "tread_faster", "tread")
+    _speedup_row(sheet, summary, "nar_speedup", "nar")
+    compare("nar_vs_dit_fd", "final_fd", "nar", "dit")
+    compare("nar_vs_tread_fd", "final_fd", "nar", "tread")
+    compare("nar_vs_inverted_fd", "final_fd", "nar", "nar_inverted")
+    # mechanism: trained with more routing at high noise, NAR is less sensitive to a routing probe
+    # there by construction; checks, not claims
+    sensitivity("sensitivity_vs_tread", "nar", "tread")
+    sensitivity("sensitivity_vs_inverted", "nar", "nar_inverted")
+    compare("gap_vs_tread", "mean_generalization_gap", "nar", "tread", items_key="gap_items")
+    compare("gap_vs_inverted", "mean_generalization_gap", "nar", "nar_inverted", items_key="gap_items")
+    # sanity: DiT never saw dropped tokens, so any routed regime should be far less route-sensitive
+    sensitivity("tread_sensitivity_sanity", "tread", "dit")
+    _guided_rows(sheet, summary)
+    _size_rows(sheet, summary)
+    return sheet.rows()
