@@ -25,6 +25,28 @@ def test_reference_covers_every_enabled_paper_with_valid_rows():
     assert meta["rows"] == len(rows) and meta["commit"]
 
 
+def _first_number(text):
+    return report._number(text.replace("ratio ", ""))
+
+
+def test_reference_verdicts_follow_the_rule():
+    """No `no` whose interval reaches its margin, no `yes` whose interval reaches 0 (1 for a ratio),
+    every comparison with a margin and its source, every row with an id declared in its paper's
+    claims.yaml."""
+    for r in read_csv(REF):
+        declared = {e["id"]: e for e in claims.load_spec(r["paper"])}
+        assert r["id"] in declared, (r["paper"], r["id"])
+        if r["kind"] != "comparison":
+            continue
+        assert r["margin"] and r["margin_source"], (r["paper"], r["id"])
+        iv = report._interval(r["interval"])
+        if r["reproduced"] == "no":
+            assert iv[1] < _first_number(r["margin"]), (r["paper"], r["id"])
+        if r["reproduced"] == "yes":
+            zero = 1.0 if declared[r["id"]].get("transform") == "log" else 0.0
+            assert iv[0] > zero and float(r["p_holm"]) < 0.05, (r["paper"], r["id"])
+
+
 def test_every_readme_table_matches_the_reference():
     stale = reference.write_readmes(REF, check=True)
     assert not stale, f"README claims tables differ from reference/summary.csv (run `neurips26 readme`): {stale}"

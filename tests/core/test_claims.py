@@ -43,15 +43,6 @@ def test_clopper_pearson_matches_scipy():
     assert claims.clopper_pearson(0, 150)[1] == pytest.approx(1 - 0.025 ** (1 / 150))
 
 
-def test_linear_fit_matches_scipy():
-    x = np.log([10, 20, 40, 80, 160])
-    y = 2.0 * x + np.array([0.01, -0.02, 0.03, 0.0, -0.01])
-    slope, lo, hi = claims.linear_fit(x, y)
-    ref = stats.linregress(x, y)
-    half = stats.t.ppf(0.975, len(x) - 2) * ref.stderr
-    assert (slope, lo, hi) == pytest.approx((ref.slope, ref.slope - half, ref.slope + half))
-
-
 def test_bootstrap_is_deterministic_and_covers_the_mean():
     rng = np.random.default_rng(1)
     m = [rng.binomial(1, 0.7, 200) for _ in range(3)]

@@ -9,13 +9,26 @@ from neurips26.core import claims, report
 from neurips26.core.io import write_csv
 
 
+def _entry(id, claim, kind="comparison", **kw):
+    e = {"id": id, "claim": claim, "kind": kind, "metric": "acc", "method": "ours"}
+    if kind == "comparison":
+        e.update(direction="higher", baseline=kw.pop("baseline", "base"), margin=0.01, margin_source="stated",
+                 replicate="seeds", scale=["default"], regime="none: test", null="none: test")
+    else:
+        e.update(tolerance=1e-6)
+    return {**e, **kw}
+
+
 def _rows():
-    return [
-        claims.comparison("p1", "beats base", "acc", "ours", [3, 4, 5], "base", [1, 2, 3], True, "test", "f.png"),
-        claims.comparison("p1", "beats other", "acc", "ours", [1, 2, 3], "other", [0.9, 2.1, 2.95], True, "test", "f.png"),
-        claims.check("p1", "identity", "err", "ours", 1e-9, 1e-6, "test", "f.png"),
-        claims.untested("p2", "scale", "x", "ours", "beyond the grid", "test"),
-    ]
+    p1 = claims.Sheet("p1", "default", claims.validate_spec({"paper": "p1", "claims": [
+        _entry("a", "beats base"), _entry("b", "beats other", baseline="other"), _entry("c", "identity", "check")]},
+        "p1/claims.yaml"))
+    p1.comparison("a", [3, 4, 5], [1, 2, 3])
+    p1.comparison("b", [1, 2, 3], [0.9, 2.1, 2.95])
+    p1.check("c", 1e-9)
+    p2 = claims.Sheet("p2", "default", claims.validate_spec({"paper": "p2", "claims": [_entry("s", "scale")]}, "p2"))
+    p2.untested("s", "beyond the grid")
+    return p1.rows() + p2.rows()
 
 
 def _write(path, rows):
@@ -28,8 +41,8 @@ def test_summary_counts_and_legend(tmp_path):
     report.summarize([f], tmp_path)
     md = (tmp_path / "summary.md").read_text()
     assert "3 claims from 2 papers: 1 yes, 1 inconclusive, 0 no, 1 untested; checks: 1 of 1 passed" in md
-    assert "| p1 | 1 | 1 | 0 | 0 | 1/1 |" in md
-    assert "How verdicts are computed" in md and "Checks (not reproductions)" in md
+    assert "| p1 | 1 | 1 | 0 | 0 | 1/1 | 0/0 | 0/0 |" in md
+    assert "How to read a verdict" in md and "Checks (not reproductions)" in md
     with open(tmp_path / "summary.csv") as fh:
         assert next(csv.reader(fh)) == claims.COLUMNS
 
