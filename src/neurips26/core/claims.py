@@ -504,6 +504,12 @@ class Sheet:
                              "baseline": labels.get("baseline", e.get("baseline", "")),
                              "method_value": "", "baseline_value": "", "n": "", "how": "", "reason": reason}
 
+    def untested_group(self, prefix: str, reason: str) -> None:
+        """Every entry whose id starts with `prefix` untested (a variant or problem the run leaves out)."""
+        for id in self.order:
+            if id.startswith(prefix) and id not in self.measured:
+                self.untested(id, reason)
+
     # -- the rule
 
     def rows(self) -> list[dict]:

@@ -127,13 +127,7 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
     for name, key in PROBLEMS.items():
         p = summary["problems"].get(name)
         if p is None:
-            for id in sheet.order:
-                if id.startswith(f"{key}_"):
-                    reason = f"the run leaves out the {name} problem"
-                    if sheet.spec[id]["kind"] == "check":  # Sheet.untested leaves a check without a value
-                        sheet.check(id, None, untested=reason)
-                    else:
-                        sheet.untested(id, reason)
+            sheet.untested_group(f"{key}_", f"the run leaves out the {name} problem")
             continue
         problem_rows(sheet, key, p, sym_tol)
     return sheet.rows()

@@ -126,13 +126,7 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
     for v in VARIANTS:
         m = summary["variants"].get(v)
         if m is None:
-            for e in sheet.order:
-                if e.startswith(f"{v}_"):
-                    reason = f"the run leaves out the {v} variant"
-                    if sheet.spec[e]["kind"] == "check":  # Sheet.untested leaves a check without a value
-                        sheet.check(e, None, untested=reason)
-                    else:
-                        sheet.untested(e, reason)
+            sheet.untested_group(f"{v}_", f"the run leaves out the {v} variant")
             continue
         variant_rows(sheet, v, m)
     unknown = set(summary["variants"]) - set(VARIANTS)
