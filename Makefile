@@ -7,7 +7,12 @@ CORES   ?= all
 # pytest-xdist workers of `make test` (the smoke DAG runs beside them in the background)
 TEST_WORKERS ?= 2
 
-.PHONY: run test smoke report reference clean-results
+# `make ui`: MLflow's web UI on this run's store
+UI_HOST ?= 127.0.0.1
+UI_PORT ?= 5000
+UI_STORE ?= $(CURDIR)/results/mlflow.db
+
+.PHONY: run test smoke report reference clean-results ui
 
 # pip's find-links (where a machine keeps its CPU build of torch) passed on to uv, which reads no pip config;
 # `=`, not `:=`: pip is asked only when the install recipe runs, not on every make
@@ -33,16 +38,19 @@ run: $(STAMP)
 	@echo "Summary:  results/summary.md  (and results/summary.csv)"
 	@echo "Figures:  results/<paper>/figures/*.png"
 	@echo "Report:   results/report.html"
-	@echo "MLflow:   $(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/results/mlflow.db"
+	@echo "Verdicts: results/summary.png, results/<paper>/figures/claims.png; $(VENV)/bin/neurips26 show <paper>"
+	@echo "MLflow:   make ui  (http://$(UI_HOST):$(UI_PORT), store sqlite:///$(UI_STORE))"
 	@echo "Compared with the reference run (reference/): results/compare.md"
 	@-$(VENV)/bin/neurips26 compare reference results | head -n 1
 
 # After a change that moves results on purpose: record this run as the reference and
-# regenerate every paper README's claims table from it (commit both). With PAPERS="a b", only
-# those papers' rows are replaced (after a run of those papers alone); the others keep theirs.
+# regenerate every paper README's claims table and the README's picture (docs/summary.png) from it
+# (commit them). With PAPERS="a b", only those papers' rows are replaced (after a run of those papers
+# alone); the others keep theirs.
 reference: $(STAMP)
 	$(VENV)/bin/neurips26 reference --results results --out reference $(if $(PAPERS),--papers $(PAPERS))
 	$(VENV)/bin/neurips26 readme --summary reference/summary.csv
+	$(VENV)/bin/python -c "from neurips26.core import claims_plot, report; claims_plot.summary_figure(report.read_claims(['reference/summary.csv']), 'docs/summary.png')"
 
 test: $(STAMP)
 	# loadfile: one worker per test file, so the cluster tests (one file) share one SLURM cluster and the
@@ -52,3 +60,7 @@ test: $(STAMP)
 
 smoke: $(STAMP)
 	$(VENV)/bin/snakemake --cores 2 --profile profiles/default --configfile config/smoke.yaml
+
+# one web worker, no job-execution consumers, its own process group: Ctrl-C stops every process of it
+ui: $(STAMP)
+	$(VENV)/bin/neurips26 ui --store $(UI_STORE) --host $(UI_HOST) --port $(UI_PORT)

@@ -21,9 +21,26 @@ class InputFileError(ValueError):
         self.path = Path(path)
 
 
+def umask() -> int:
+    """The process's file-creation mask (read from /proc where it can be, so that it is not changed
+    even for an instant; otherwise set and restored)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike):
-    """Yield a temp path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temp path beside `path`; rename it onto `path` only if the block succeeds. The file
+    gets the mode a plain `open` would give it (0666 less the umask: 0644 under umask 022), not the
+    0600 of the temp file, so that a shared run is readable by whom the umask allows."""
     from .job import global_rank
 
     path = Path(path)
@@ -36,6 +53,7 @@ def atomic_path(path: str | os.PathLike):
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

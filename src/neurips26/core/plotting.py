@@ -8,7 +8,8 @@ from typing import Sequence
 from .io import atomic_path
 
 
-def figure(ncols: int = 1, nrows: int = 1, width: float = 5.2, height: float = 3.8):
+def style():
+    """pyplot with the house style set (Agg backend, fonts, grid, resolution)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -19,6 +20,11 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 5.2, height: float = 3
         "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
         "savefig.dpi": 130, "figure.dpi": 100, "svg.hashsalt": "neurips26",
     })
+    return plt
+
+
+def figure(ncols: int = 1, nrows: int = 1, width: float = 5.2, height: float = 3.8):
+    plt = style()
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     return fig, axes
 

@@ -84,15 +84,87 @@ def _role(row: dict) -> str:
     return row.get("role") or ("check" if row["kind"] == "check" else "claim")
 
 
+def _name(row: dict, chars: int = 45) -> str:
+    """A row's id, or its claim shortened (rows written before ids existed)."""
+    name = (row.get("id") or "").strip() or str(row.get("claim", "")).strip()
+    return name if len(name) <= chars else name[:chars - 1].rstrip() + "…"
+
+
+def _verdict(row: dict, chars: int = 45) -> str:
+    """The verdict; an untested row with its reason (the criterion's first clause)."""
+    verdict = row["reproduced"]
+    if verdict == "untested":
+        from .claims_plot import untested_reason
+
+        reason = untested_reason(row)
+        # the gates of the rule in a few words; the whole reason is in summary.csv
+        gate = re.match(r"its (regime|null) control '([^']+)' (does not hold|passes)", reason)
+        if gate:
+            reason = f"{gate.group(1)} {gate.group(2)} {'fails' if gate.group(1) == 'regime' else 'passes'}"
+        elif "scale cannot reach" in reason:
+            reason = "scale"
+        reason = reason if len(reason) <= chars else reason[:chars - 1].rstrip() + "…"
+        return f"untested: {reason}"
+    return verdict
+
+
+def _effect(row: dict) -> str:
+    effect = row.get("effect") or ""
+    return f"{effect} {row['interval']}".strip() if row.get("interval") else (effect or "n/a")
+
+
+def _tolerance(row: dict) -> str:
+    """A check's tolerance from its criterion, for rows written before the margin column held it."""
+    m = re.search(r"pass if (?:the )?value(?: is)? ([<>]=\s*[^;,\s]+)", str(row.get("criterion", "")))
+    return m.group(1) if m and _role(row) == "check" else ""
+
+
+def _short_margin(text: str) -> str:
+    """'0.0131 (1% of the baseline)' as '0.0131', 'ratio 1.05 (5%)' as 'ratio 1.05' (summary.csv
+    keeps the share it was declared as)."""
+    return re.sub(r" \(\S+%(?: of the baseline)?\)$", "", text)
+
+
+def compact_row(row: dict) -> dict:
+    """The columns summary.md shows of a row; the full criterion stays in summary.csv."""
+    return {"claim": _name(row), "role": _role(row), "verdict": _verdict(row), "effect [interval]": _effect(row),
+            "margin": _short_margin(row.get("margin") or _tolerance(row)), "n": row.get("n") or "",
+            "value": row.get("method_value") or ""}
+
+
+def _compact_table(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
+    """A table without padding around the cells (about 300 rows stay under 30 KB)."""
+    lines = ["|" + "|".join(columns) + "|", "|" + "-|" * len(columns)]
+    return lines + ["|" + "|".join(_md_cell(r[c]) for c in columns) + "|" for r in map(compact_row, rows)]
+
+
+def papers_of(claims_files: Sequence[Path], rows: Sequence[dict]) -> list[str]:
+    """The papers of a summary in order: those with rows, then the paper of any `<paper>/claims.csv`
+    that holds no rows (its picture says so)."""
+    papers = list(dict.fromkeys(r["paper"] for r in rows))
+    for f in map(Path, claims_files):
+        if f.name == "claims.csv" and f.parent.name not in papers and not read_csv(f):
+            papers.append(f.parent.name)
+    return papers
+
+
 def summarize(claims_files: Sequence[Path], out: Path) -> list[Path]:
+    """summary.csv (every column), summary.md (counts, then one compact table per paper), and
+    the verdict pictures: summary.png and <paper>/figures/claims.png (`core.claims_plot`)."""
+    from . import claims_plot
+
     rows = read_claims(claims_files)
     csv_path, md_path = out / "summary.csv", out / "summary.md"
     write_csv(csv_path, rows, COLUMNS)
-    papers = list(dict.fromkeys(r["paper"] for r in rows))
+    papers = papers_of(claims_files, rows)
+    pictures = claims_plot.draw(rows, out, papers)
     claims = [r for r in rows if _role(r) == "claim"]
     lines = ["# neurips26: claims checked", "",
              f"{len(claims)} claims from {len(papers)} papers: {counts_line(rows)}.", "",
              f"Scale: {', '.join(sorted({r['scale'] for r in rows}))}.", "",
+             "![Verdicts per paper](summary.png)", "",
+             "Each paper's claims as a picture (effect, 95% interval, margin): "
+             + " · ".join(f"[{p}]({p}/figures/claims.png)" for p in papers) + ".", "",
              "| paper | yes | inconclusive | no | untested | checks passed | regime controls hold | null controls pass |",
              "|---|---|---|---|---|---|---|---|"]
     for p in papers:
@@ -101,25 +173,51 @@ def summarize(claims_files: Sequence[Path], out: Path) -> list[Path]:
         lines.append(f"| {p} | {c['yes']} | {c['inconclusive']} | {c['no']} | {c['untested']} | "
                      f"{c['checks_pass']}/{nchecks} | {c['regime_hold']}/{c['regime_hold'] + c['regime_fail']} | "
                      f"{c['null_pass']}/{c['null_pass'] + c['null_fail']} |")
-    lines += ["", LEGEND]
+    lines += ["", LEGEND,
+              "Below, one table per paper: the row's id (or its claim), the verdict, the effect with its "
+              "95% interval, the margin (`ratio 1.05`: a ratio; a target: its band; `summary.csv` says "
+              "when it was declared as a share of the baseline) and the replicates (method/baseline). The "
+              "claim's wording, the methods, their values and the full criterion of every row are in "
+              "`summary.csv` and the paper's `claims.csv`; `neurips26 show <paper>` prints one paper's table.", ""]
     for p in papers:
         mine = [r for r in rows if r["paper"] == p]
-        lines += [f"## {p}", "", counts_line(mine) + ".", ""]
+        lines += [f"## {p}", ""]
         claim_rows = [r for r in mine if _role(r) == "claim"]
         if claim_rows:
-            lines += _md_table(claim_rows, TABLE_COLUMNS + ["criterion"]) + [""]
+            lines += _compact_table(claim_rows, ["claim", "verdict", "effect [interval]", "margin", "n"]) + [""]
         controls = [r for r in mine if _role(r) in ("regime", "null")]
         if controls:
             lines += ["Controls (a regime control must read yes; a null control must not):", ""]
-            lines += _md_table(controls, ["id", "role", "claim", "method", "baseline", "effect", "interval",
-                                          "margin", "reproduced", "criterion"]) + [""]
+            lines += _compact_table(controls, ["claim", "role", "verdict", "effect [interval]", "margin", "n"]) + [""]
         check_rows = [r for r in mine if _role(r) == "check"]
         if check_rows:
-            lines += ["Checks (not reproductions):", ""]
-            lines += _md_table(check_rows, ["id", "claim", "metric", "method", "method_value", "reproduced",
-                                            "criterion"]) + [""]
+            # a count of those that pass (named in summary.csv); a failed or untested one in full
+            passed = sum(r["reproduced"] == "pass" for r in check_rows)
+            other = [r for r in check_rows if r["reproduced"] != "pass"]
+            lines += [f"Checks (not reproductions): {passed} of {len(check_rows)} pass.", ""]
+            if other:
+                lines += _compact_table(other, ["claim", "verdict", "value", "margin"]) + [""]
     write_text(md_path, "\n".join(lines).rstrip() + "\n")
-    return [csv_path, md_path]
+    return [csv_path, md_path, *pictures]
+
+
+def terminal_table(rows: Sequence[dict], source: str = "") -> str:
+    """One paper's rows as aligned text for the terminal (`neurips26 show`): the claims, then the
+    controls and the checks, with the compact columns of summary.md."""
+    lines = [f"{counts_line(rows)}" + (f"  (from {source})" if source else "")]
+    groups = (("claims", ("claim",), ["claim", "verdict", "effect [interval]", "margin", "n"]),
+              ("controls (a regime control must read yes; a null control must not)", ("regime", "null"),
+               ["claim", "role", "verdict", "effect [interval]", "margin", "n"]),
+              ("checks (not reproductions)", ("check",), ["claim", "verdict", "value", "margin"]))
+    for title, roles, columns in groups:
+        mine = [compact_row(r) for r in rows if _role(r) in roles]
+        if not mine:
+            continue
+        width = {c: max(len(c), *(len(r[c]) for r in mine)) for c in columns}
+        lines += ["", f"{title}:", "  " + "  ".join(c.ljust(width[c]) for c in columns).rstrip(),
+                  "  " + "  ".join("-" * width[c] for c in columns)]
+        lines += ["  " + "  ".join(r[c].ljust(width[c]) for c in columns).rstrip() for r in mine]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- paper READMEs
