@@ -1,5 +1,5 @@
 """Reruns and resumes through Snakemake and the real CLI, on smoke sizes: a code change or
---forcerun trains again; a job killed with SIGKILL (at a checkpoint boundary and between two)
+--forcerun trains again (also with kept checkpoints); a job killed with SIGKILL (at a checkpoint boundary and between two)
 resumes and writes the same bytes as an uninterrupted run."""
 
 import json
@@ -83,11 +83,18 @@ def test_code_change_and_forcerun_retrain(tmp_path):
     assert (wf / ND_TRAIN / "snapshots.safetensors").read_bytes() == first["snapshots.safetensors"]
     assert (wf / ND_TRAIN / "timing.json").read_bytes() != first["timing.json"]
 
-    # kept checkpoints: a rerun of the same key reuses the finished one, and says so
+    # kept checkpoints: --forcerun still trains afresh (and says so); a rerun Snakemake plans for
+    # another reason (here a lost output) reuses the kept finished checkpoint, and says so
     (wf / "extra.yaml").write_text(yaml.safe_dump({"papers": ["nar_dit"], "keep_checkpoints": True}))
     run(wf, target, "--forcerun", "nar_dit_train")
     kept = (wf / ND_TRAIN / "timing.json").read_bytes()
     run(wf, target, "--forcerun", "nar_dit_train")
+    log = step_log(wf, "results/nar_dit/logs/train/nar_seed0.log")
+    assert "retraining (forced)" in log and "reusing" not in log, log
+    assert (wf / ND_TRAIN / "timing.json").read_bytes() != kept
+    kept = (wf / ND_TRAIN / "timing.json").read_bytes()
+    (wf / ND_TRAIN / "train.json").unlink()
+    run(wf, target)
     assert "reusing the finished checkpoint" in step_log(wf, "results/nar_dit/logs/train/nar_seed0.log")
     assert (wf / ND_TRAIN / "timing.json").read_bytes() == kept
 

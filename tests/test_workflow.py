@@ -2,6 +2,7 @@
 DAG end to end (outputs, one finished MLflow run per job, nothing to do on rerun, and
 byte-identical metrics.json when a job of every paper reruns from scratch)."""
 
+import json
 import os
 import re
 import shutil
@@ -90,7 +91,10 @@ def test_smoke_dag_outputs(smoke):
     for paper in enabled:
         assert (results / paper / "claims.csv").exists()
         assert list((results / paper / "figures").glob("*.png")), paper
+        assert (results / paper / "figures" / "claims.png").stat().st_size > 5_000, paper
         assert f"| {paper} |" in summary
+    assert (results / "summary.png").exists() and "![Verdicts per paper](summary.png)" in summary
+    assert len(summary.encode()) < 30_000
     assert "Scale: smoke." in summary
     assert (results / "compare.md").exists()
     # every job was a fork of the warm-start server
@@ -152,6 +156,36 @@ def test_smoke_dag_rerun_has_nothing_to_do_and_report_renders(smoke):
     assert proc.returncode == 0, output(proc)[-3000:]
     assert "(ERROR/" not in output(proc), "a figure caption is not valid reStructuredText"
     assert (wf / "results" / "report.html").stat().st_size > 10_000
+    html = (wf / "results" / "report.html").read_text()
+    assert '"0 Summary"' in html and "results/summary.png" in html and "figures/claims.png" in html
+
+
+@pytest.mark.workflow
+def test_smoke_dag_moved_elsewhere_plans_nothing_and_logs_inside_the_copy(smoke, tmp_path):
+    """No rule's params name the checkout or the interpreter: the finished run copied to another
+    folder (its name with a space) plans no job, and a job forced there logs its MLflow artifacts
+    into the copy's store folder, not the original's."""
+    first, _ = smoke
+    moved = tmp_path / "moved here"
+    shutil.copytree(first, moved, symlinks=True)
+    args = ("--configfile", "config/smoke.yaml")
+    proc = snakemake(moved, "-n", "--cores", "1", *args)
+    assert proc.returncode == 0, output(proc)
+    assert "Nothing to be done" in output(proc), output(proc)[-3000:]
+    originals = sorted((first / "results" / "mlartifacts").rglob("*"))
+    target = "results/anchor_pca/eval/wine/metrics.json"
+    proc = snakemake(moved, target, "--cores", "1", "--profile", "profiles/default", *args,
+                     "--forcerun", "anchor_pca_evaluate")
+    assert proc.returncode == 0, output(proc)[-3000:]
+    db = sqlite3.connect(moved / "results" / "mlflow.db")
+    store = (moved / "results" / "mlartifacts").resolve().as_uri()
+    locations = [loc for (loc,) in db.execute("select artifact_location from experiments where name like 'neurips26/%'")]
+    assert locations and all(loc.startswith(store) for loc in locations), locations
+    uris = [u for (u,) in db.execute("select artifact_uri from runs")]
+    assert all(u.startswith(store) for u in uris), [u for u in uris if not u.startswith(store)][:3]
+    assert sorted((first / "results" / "mlartifacts").rglob("*")) == originals
+    logged = list((moved / "results" / "mlartifacts" / "anchor_pca").rglob("metrics.json"))
+    assert len(logged) > len(list((first / "results" / "mlartifacts" / "anchor_pca").rglob("metrics.json")))
 
 
 @pytest.mark.workflow
@@ -224,6 +258,41 @@ def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
                 assert res.get("slurm_partition") == "cpu" and "gpu" not in res, (rule, res)
 
 
+def test_shell_lines_quote_paths_and_use_the_configured_threads(tmp_path):
+    """A data path with a space and a `;` reaches the step as one argument; every step gets the
+    configured threads_per_job (or 1 where its rule says so), not Snakemake's count scaled to --cores."""
+    import shlex
+
+    wf = copy_workflow(tmp_path / "wf")
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    data = tmp_path / "data dir;touch hacked;#"
+    (wf / "stand_in_paths.yaml").write_text(yaml.safe_dump({**stand_in_paths(paper, data), "threads_per_job": 3}))
+    proc = snakemake(wf, "-n", "-p", "--cores", "1", "--configfile", "config/paper.yaml", "stand_in_paths.yaml")
+    assert proc.returncode == 0, output(proc)[-3000:]
+    shells = [line.split(":", 1)[1].strip() for line in output(proc).splitlines()
+              if line.startswith("Shell command:") and " -m neurips26 " in line]
+    assert shells
+    quoted_inputs = 0
+    for line in shells:
+        words = shlex.split(line)
+        assert ";" not in words and "touch" not in words, line
+        if words[words.index("neurips26") + 1] == "report":
+            continue
+        threads = words[words.index("--threads") + 1]
+        step = words[words.index("neurips26") + 2]
+        assert threads in ("1", "3"), line
+        if step in ("train", "tune", "pretrain"):
+            assert threads == "3", line
+        json.loads(words[words.index("--params") + 1])
+        for word in words:
+            path = word.split("=", 1)[1] if "=" in word and not word.startswith("{") else word
+            if path.startswith(str(data)):  # a whole argument: the path as configured
+                assert Path(path).exists(), (path, line)
+                quoted_inputs += 1
+    assert quoted_inputs, "no job reads a configured data path"
+    assert not (wf / "hacked").exists()
+
+
 def test_cluster_run_refuses_the_sqlite_store(tmp_path):
     """A non-local executor with no tracking server stops before any job, naming the way out."""
     wf = copy_workflow(tmp_path / "wf")
@@ -235,13 +304,14 @@ def test_cluster_run_refuses_the_sqlite_store(tmp_path):
 
 
 def test_cost_table_of_the_paper_config_is_the_readme_table():
-    """`neurips26 cost` sums the paper dry run's jobs; the README shows its table as it is."""
+    """`neurips26 cost` sums the paper dry run's jobs; docs/cluster.md shows its table as it is."""
     proc = subprocess.run([sys.executable, "-m", "neurips26", "cost", "--configfile", "config/paper.yaml"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, output(proc)
     table = proc.stdout.split("\n", 1)[1]
     assert "| `nar_dit` | 14 | `nar_dit_train`: 4 x (8 GPU, 64 CPU, 64 GB, 72 h)" in table
-    assert table in (ROOT / "README.md").read_text(), "README's paper-scale cost table is out of date: paste `neurips26 cost --configfile config/paper.yaml`"
+    assert table in (ROOT / "docs" / "cluster.md").read_text(), \
+        "docs/cluster.md's paper-scale cost table is out of date: paste `neurips26 cost --configfile config/paper.yaml`"
 
 
 # answers the three questions Snakemake asks conda before a dry run, nothing else
@@ -271,5 +341,8 @@ def test_rules_run_the_cli_of_their_conda_environment(tmp_path, sdm):
     assert proc.returncode == 0, output(proc)[-3000:]
     shells = [line for line in output(proc).splitlines() if "-m neurips26 sparse_halfspace" in line]
     assert shells
-    expected = "python -m neurips26" if sdm else f"{sys.executable} -m neurips26"
+    # the interpreter comes from the environment (common.smk sets NEURIPS26_PYTHON: `python` under
+    # --sdm, else the one running Snakemake), never from params, so no absolute path is recorded
+    expected = '"${NEURIPS26_PYTHON:-python}" -m neurips26'
     assert all(line.split(":", 1)[1].strip().startswith(expected) for line in shells), shells[0]
+    assert not any(sys.executable in line for line in shells)

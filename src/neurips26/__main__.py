@@ -10,4 +10,8 @@ if rc is not None:
 
 from .cli import finish, main  # noqa: E402
 
-finish(main())
+try:
+    rc = main()
+except SystemExit as exc:  # a step Lightning stopped on SIGTERM exits 143, not 0
+    sys.exit(warm.exit_code(exc))
+finish(rc)

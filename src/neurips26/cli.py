@@ -3,6 +3,8 @@
     neurips26 <paper> <step> --params JSON --out DIR [--input NAME=PATH ...]
     neurips26 list [--configfile FILE ...]
     neurips26 report --claims FILE ... --out DIR [--reference DIR]
+    neurips26 show PAPER [--results DIR] [--reference DIR]
+    neurips26 ui [--store FILE] [--host HOST] [--port PORT]
     neurips26 readme [--summary FILE] [PAPER ...]
     neurips26 reference [--results DIR] [--out DIR]
     neurips26 compare [A] [B]
@@ -35,6 +37,8 @@ def _step_help() -> str:
     lines += ["", "other commands:",
               "  list             each enabled paper with the variants and seeds the config would run",
               "  report           gather every paper's claims.csv into results/summary.{md,csv}",
+              "  show PAPER       the paper's verdicts in the terminal (results/, or reference/ before a run)",
+              "  ui               MLflow's web UI on the run's store (one worker; Ctrl-C stops every process)",
               "  readme           regenerate each paper README's claims table from a summary.csv",
               "  reference        copy results/summary.csv into reference/ with the commit, config and machine",
               "  compare          rows whose verdict or number moved between two summaries (default reference/ vs results/)",
@@ -82,7 +86,7 @@ def _run_step(paper: str, step: str, args) -> int:
     steps = steps_module(paper)
     started = time.perf_counter()
     before = _files_under(out)
-    job_context.begin(paper, inputs)
+    job_context.begin(paper, inputs, retrain=job_context.retrain_requested(f"{paper} {step}"))
     rank = job_context.global_rank()
     if rank != 0:
         print(f"neurips26 {paper} {step}: rank {rank}: outputs and MLflow logging are left to rank 0", flush=True)
@@ -187,6 +191,32 @@ def _report(args) -> int:
     return 0
 
 
+def _show(args) -> int:
+    from .core import report
+
+    paper = args.paper
+    if paper not in available():
+        print(f"neurips26 show: no paper '{paper}'; papers: {', '.join(available())}")
+        return 2
+    own = Path(args.results) / paper / "claims.csv"
+    reference = Path(args.reference) / "summary.csv"
+    if not reference.exists() and args.reference == "reference":  # run from outside the checkout
+        reference = Path(__file__).resolve().parents[2] / "reference" / "summary.csv"
+    if own.exists():
+        rows, source = report.read_claims([own]), str(own)
+    elif reference.exists():
+        rows = [r for r in report.read_claims([reference]) if r["paper"] == paper]
+        source = f"{reference}, the reference run: {own} does not exist yet"
+    else:
+        rows, source = [], ""
+    if not rows:
+        print(f"neurips26 show: no claims rows for '{paper}' in {own} or {reference}")
+        return 2
+    print(f"{paper}: {info(paper).TITLE}")
+    print(report.terminal_table(rows, source))
+    return 0
+
+
 def _readme(args) -> int:
     from .core import reference
 
@@ -258,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="neurips26", description="Re-run NeurIPS 2026 papers against their baselines.",
         epilog=_step_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="{<paper>,list,report,readme,reference,compare,power,cost}")
+    sub = parser.add_subparsers(dest="command",
+                                metavar="{<paper>,list,show,ui,report,readme,reference,compare,power,cost}")
 
     p_list = sub.add_parser("list", help="papers, variants and seeds the config would run")
     p_list.add_argument("--configfile", action="append", default=[], help="extra config on top of config/config.yaml")
@@ -270,6 +301,17 @@ def main(argv: list[str] | None = None) -> int:
     p_report.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p_report.add_argument("--reference", default="", help="folder with a reference summary.csv: also write compare.md")
     p_report.add_argument("--config-hash", default="", help="hash of this run's config, named in compare.md")
+
+    p_show = sub.add_parser("show", help="a paper's verdicts in the terminal (results/, else reference/)")
+    p_show.add_argument("paper", help="the paper (neurips26 --help lists them)")
+    p_show.add_argument("--results", default="results", help="the run's folder (default results/)")
+    p_show.add_argument("--reference", default="reference",
+                        help="folder with the reference summary.csv, read when the run has no claims.csv for the paper")
+
+    p_ui = sub.add_parser("ui", help="MLflow's web UI on the run's store (make ui)")
+    p_ui.add_argument("--store", default="results/mlflow.db", help="the run's MLflow SQLite store")
+    p_ui.add_argument("--host", default="127.0.0.1")
+    p_ui.add_argument("--port", type=int, default=5000)
 
     p_readme = sub.add_parser("readme", help="regenerate the claims table of each paper README")
     p_readme.add_argument("papers", nargs="*", help="papers to update (default: every paper in the summary)")
@@ -317,6 +359,12 @@ def main(argv: list[str] | None = None) -> int:
         return _list(args)
     if args.command == "report":
         return _report(args)
+    if args.command == "show":
+        return _show(args)
+    if args.command == "ui":
+        from .core import ui
+
+        return ui.serve(Path(args.store), args.host, args.port)
     if args.command == "cost":
         return _cost(args)
     if args.command == "power":

@@ -1,41 +1,91 @@
-"""A paper's code stamp covers its own package, the shared code and the harnesses it USES, and
-nothing else: a harness change reruns exactly the papers that name it."""
+"""A paper's code stamp follows the import statements of its steps: an edit to one module of a
+harness, of data/ or of core/ changes the stamps of exactly the papers whose steps import it
+(directly or through other modules), and an edit to the entry point or the lock file changes
+every stamp."""
 
-import types
+import shutil
 
 import pytest
 
 import neurips26.papers as papers
 from neurips26.core import job
 
+ROOT = job._package_root()
+GROUPS = [*papers.available(), *papers.SHARED]
+LM_USERS = {"adapad", "adaprelora", "ar1_zo", "bdc_merge", "embed_merge", "es_dynamics", "fedaba", "fedlora_align",
+            "lm_assets"}
+# module edited -> the papers (or shared step groups) whose stamp must change, and no other
+EDITS = {
+    "papers/fed_harness/simulation.py": {"fedaba", "fedlora_align"},
+    "papers/lora_harness/train.py": {"adapad", "adaprelora"},
+    "papers/zo_harness/zo.py": {"ar1_zo", "es_dynamics"},
+    "papers/zo_harness/es.py": {"es_dynamics"},
+    "papers/lm_assets/steps.py": {"lm_assets", "bdc_merge"},
+    "data/text_classification.py": {"adapad", "adaprelora", "fedaba", "fedlora_align"},
+    "data/data_to_text.py": {"adapad", "adaprelora", "fedaba", "fedlora_align"},
+    "core/lm.py": LM_USERS,
+    "core/metrics.py": {"nar_dit"},
+    "cli.py": set(GROUPS),
+    "../../envs/requirements.lock": set(GROUPS),
+}
 
-@pytest.fixture
-def fake_tree(tmp_path, monkeypatch):
-    root = tmp_path / "neurips26"
-    for folder in ("core", "data", "papers/lm_assets", "papers/a", "papers/b", "papers/zz_harness"):
-        (root / folder).mkdir(parents=True)
-        (root / folder / "__init__.py").write_text(f"# {folder}\n")
-    (root / "core" / "job.py").write_text("")
-    monkeypatch.setattr(job, "__file__", str(root / "core" / "job.py"))
-    monkeypatch.setattr(papers, "info", lambda p: types.SimpleNamespace(
-        USES=("zz_harness",) if p == "a" else ()))
-    monkeypatch.setattr(papers, "__file__", str(root / "papers" / "__init__.py"))
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A copy of the package (and the lock file) that the test may edit."""
+    base = tmp_path_factory.mktemp("stamp")
+    root = base / "src" / "neurips26"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
+    lock = ROOT.parents[1] / job.LOCK_FILE
+    (base / "envs").mkdir()
+    shutil.copy2(lock, base / job.LOCK_FILE)
     return root
 
 
-def test_harness_change_reruns_only_its_users(fake_tree):
-    before = {p: job.code_stamp(p) for p in ("a", "b")}
-    (fake_tree / "papers/zz_harness/__init__.py").write_text("# changed\n")
-    after = {p: job.code_stamp(p) for p in ("a", "b")}
-    assert after["a"] != before["a"]
-    assert after["b"] == before["b"]
-    (fake_tree / "core/__init__.py").write_text("# core changed\n")
-    assert job.code_stamp("a") != after["a"] and job.code_stamp("b") != after["b"]
+def stamps(root):
+    return {p: job.code_stamp(p, root) for p in GROUPS}
 
 
-def test_uses_names_a_harness_or_fails(fake_tree, monkeypatch):
-    assert papers.uses("a") == ("zz_harness",)
-    monkeypatch.setattr(papers, "info", lambda p: types.SimpleNamespace(USES=("b",)))
-    (fake_tree / "papers/b/steps.py").write_text("")
-    with pytest.raises(KeyError, match="not a harness package"):
-        papers.uses("a")
+@pytest.mark.parametrize("module", sorted(EDITS))
+def test_an_edit_changes_exactly_its_dependants_stamps(tree, module):
+    before = stamps(tree)
+    path = tree / module
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# edited\n")
+        after = stamps(tree)
+    finally:
+        path.write_bytes(original)
+    assert {p for p in GROUPS if after[p] != before[p]} == EDITS[module]
+    assert stamps(tree) == before
+
+
+def test_the_copy_stamps_like_the_package(tree):
+    assert stamps(tree) == {p: job.code_stamp(p) for p in GROUPS}
+
+
+def test_core_imports_no_paper_and_no_harness_imports_another():
+    for path in sorted((ROOT / "core").glob("*.py")):
+        found = job.imported_modules(ROOT, path)
+        assert not [m for m in found if m.startswith("neurips26.papers")], (path.name, found)
+    harnesses = [p.name for p in (ROOT / "papers").iterdir() if p.name.endswith("_harness")]
+    for name in harnesses:
+        for path in sorted((ROOT / "papers" / name).glob("*.py")):
+            others = {m.split(".")[2] for m in job.imported_modules(ROOT, path) if m.startswith("neurips26.papers.")}
+            assert others <= {name}, (path, others)
+
+
+def test_imports_inside_functions_and_relative_imports_count(tmp_path):
+    root = tmp_path / "neurips26"
+    for folder in ("core", "papers/p"):
+        (root / folder).mkdir(parents=True)
+    for init in ("__init__.py", "core/__init__.py", "papers/__init__.py", "papers/p/__init__.py"):
+        (root / init).write_text("")
+    (root / "cli.py").write_text("def _run_step():\n    from .core import a\n\ndef other():\n    from .core import b\n")
+    (root / "core" / "a.py").write_text("")
+    (root / "core" / "b.py").write_text("")
+    (root / "core" / "c.py").write_text("")
+    (root / "papers" / "p" / "steps.py").write_text("def train():\n    from ...core import c\n")
+    names = {str(f.relative_to(root)) for f in job.code_files("p", root)}
+    assert names == {"__init__.py", "cli.py", "core/__init__.py", "core/a.py", "core/c.py", "papers/__init__.py",
+                     "papers/p/__init__.py", "papers/p/steps.py"}

@@ -81,3 +81,69 @@ def test_other_code_or_inputs_never_resume_and_finished_jobs_clean_up(tmp_path):
         assert not (tmp_path / "checkpoints").exists()
     finally:
         job._CURRENT = job.JobContext()
+
+
+def test_a_forced_rerun_trains_afresh_despite_a_kept_finished_checkpoint(tmp_path, monkeypatch):
+    from neurips26.core import job
+
+    monkeypatch.setenv(job.RETRAIN_ENV, "p train,other step")
+    assert job.retrain_requested("p train") and not job.retrain_requested("p figures")
+    monkeypatch.setenv(job.RETRAIN_ENV, "*")
+    assert job.retrain_requested("anything")
+    try:
+        job._CURRENT = job.JobContext(code="a", keep_checkpoints=True)
+        train(tmp_path, {}, 10)
+        job._CURRENT = job.JobContext(code="a", keep_checkpoints=True, retrain=True)
+        module, trainer, resume = train(tmp_path, {}, 10)
+        assert resume is None and module.calls == 10 and trainer.global_step == 10
+    finally:
+        job._CURRENT = job.JobContext()
+
+
+KILLED_WRITER = """
+import os, sys, time
+import torch
+from neurips26.core import trainer
+
+def stall(fd):  # the new checkpoint's bytes are in the temp file, not yet renamed: stop here
+    open(sys.argv[2], "w").write("writing")
+    time.sleep(120)
+
+os.fsync = stall
+trainer.atomic_torch_save({"step": 2, "weights": torch.ones(1000, 1000)}, sys.argv[1])
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_the_previous_checkpoint(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from neurips26.core.trainer import PART, _check_checkpoint, atomic_torch_save
+
+    last = tmp_path / "ckpt" / "last.ckpt"
+    atomic_torch_save({"step": 1, "weights": torch.zeros(3)}, last)
+    marker = tmp_path / "writing"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(last), str(marker)])
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    assert list(last.parent.glob(f".*{PART}")), "the new checkpoint is written beside the old one"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    _check_checkpoint(last)
+    state = torch.load(last, weights_only=True)
+    assert state["step"] == 1 and torch.equal(state["weights"], torch.zeros(3))
+    # the next trainer of that folder drops the killed write's temp file
+    key_dir = tmp_path / "out" / "checkpoints"
+    from neurips26.core.trainer import checkpoint_key
+
+    folder = key_dir / checkpoint_key({})
+    folder.mkdir(parents=True)
+    for part in last.parent.glob(f".*{PART}"):
+        part.rename(folder / part.name)
+    make_trainer(tmp_path / "out", {}, 5)
+    assert not list(folder.glob(f".*{PART}"))

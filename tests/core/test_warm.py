@@ -36,6 +36,10 @@ SERVER = textwrap.dedent("""
             open(argv[1], "w").write(str(os.getpid()))
             time.sleep(120)
             return 0
+        if argv[0] == "sigterm":  # as Lightning stops a fit on SIGTERM: a SystemExit without a code
+            class SIGTERMException(SystemExit):
+                pass
+            raise SIGTERMException
         raise SystemExit("probe failed: " + argv[1])
 
     cli.main = probe
@@ -123,8 +127,22 @@ def test_without_a_server_the_client_runs_the_command_itself(tmp_path):
     assert proc.returncode == 0 and "papers and their steps" in out, err
 
 
-def test_the_server_stops_with_the_process_that_started_it(tmp_path):
-    path = str(tmp_path / "s")
+def test_the_server_stops_with_the_process_that_started_it(tmp_path, monkeypatch):
+    """...removes its folder and closes the run's parent MLflow runs as KILLED."""
+    import sqlite3
+
+    from neurips26.core import tracking
+
+    # the parent run as MLflow's store holds it (the server closes it with a plain SQL update)
+    db = tmp_path / "mlflow.db"
+    with sqlite3.connect(db) as con:
+        con.execute("create table runs (run_uuid text, status text, end_time integer)")
+        con.execute("insert into runs values ('parent', 'RUNNING', null)")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+    monkeypatch.setenv(tracking.PARENT_ENV, json.dumps({"some_paper": "parent"}))
+    folder = tmp_path / f"{warm.FOLDER_PREFIX}x"
+    folder.mkdir()
+    path = str(folder / "s")
     starter = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import subprocess, sys, time
         proc = subprocess.Popen([sys.executable, "-c",
@@ -143,7 +161,131 @@ def test_the_server_stops_with_the_process_that_started_it(tmp_path):
     while Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
         assert time.monotonic() < deadline, "the server outlived the run that started it"
         time.sleep(0.1)
-    assert not os.path.exists(path)
+    assert not os.path.exists(path) and not folder.exists()
+    with sqlite3.connect(db) as con:
+        assert con.execute("select status from runs").fetchall() == [("KILLED",)]
+
+
+def wait_for_pid(marker: Path, proc) -> int:
+    deadline = time.monotonic() + 60
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    return int(marker.read_text())
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return True  # ended, not yet reaped
+        time.sleep(0.02)
+    return False
+
+
+def raw_request(path: str, payload: bytes, fds=(0, 1, 2)) -> str:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(path)
+        message = warm.HEADER.pack(len(payload)) + payload
+        try:
+            socket.send_fds(sock, [message], list(fds))
+        except (BrokenPipeError, ConnectionResetError):  # refused before the request was read
+            pass
+        return sock.recv(4096).decode()
+
+
+def test_a_malformed_request_gets_an_error_and_the_server_and_its_jobs_go_on(server, tmp_path):
+    path, proc = server
+    marker = tmp_path / "pid"
+    running = client(path, "sleep", str(marker), cwd=tmp_path)
+    fork = wait_for_pid(marker, running)
+    for payload in (b'{"argv": ["echo", "0"], "cwd": "/"}', b"not json", b'["a list"]'):
+        assert raw_request(path, payload).startswith("error "), payload
+    assert raw_request(path, b'{"argv": ["echo", "0"], "cwd": "/", "env": {}}', fds=()).startswith("error ")
+    os.kill(fork, 0)  # the running job goes on
+    assert proc.poll() is None
+    echo = client(path, "echo", "4", cwd=tmp_path)
+    out, err = echo.communicate(timeout=60)
+    assert echo.returncode == 4 and json.loads(out)["pid"] != echo.pid, err
+    running.kill()
+    running.wait()
+
+
+def test_a_sigkilled_clients_fork_is_gone_within_a_second(server, tmp_path):
+    marker = tmp_path / "pid"
+    proc = client(server[0], "sleep", str(marker), cwd=tmp_path)
+    fork = wait_for_pid(marker, proc)
+    proc.kill()
+    proc.wait()
+    assert gone_within(fork, 1.0), "the fork outlived its SIGKILLed client"
+
+
+def test_a_sigkilled_servers_forks_are_gone(server, tmp_path):
+    path, server_proc = server
+    forks = []
+    for i in range(2):
+        marker = tmp_path / f"pid{i}"
+        forks.append((client(path, "sleep", str(marker), cwd=tmp_path), marker))
+    pids = [wait_for_pid(marker, proc) for proc, marker in forks]
+    server_proc.kill()
+    server_proc.wait()
+    for pid in pids:
+        assert gone_within(pid, 2.0), "a fork outlived its SIGKILLed server"
+    for proc, _ in forks:
+        proc.wait(timeout=10)
+        assert proc.returncode != 0
+    os.unlink(path)  # a SIGKILLed server cannot remove its socket (the fixture checks it is gone)
+
+
+def test_a_step_stopped_on_sigterm_exits_non_zero(server, tmp_path):
+    proc = client(server[0], "sigterm", cwd=tmp_path)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user needs root")
+def test_a_process_of_another_user_is_refused(tmp_path):
+    import pwd
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="neurips26-peer-"))  # under /tmp, which others may enter
+    folder.chmod(0o777)
+    path = str(folder / "s")
+    server = subprocess.Popen([sys.executable, "-c", f"from neurips26.core import warm; warm.serve({path!r}, modules=())"])
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.chmod(path, 0o777)
+        nobody = pwd.getpwnam("nobody").pw_uid
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child becomes `nobody` and asks for a job
+            try:
+                os.setuid(nobody)
+                os.write(writer, raw_request(path, b'{"argv": ["x"], "cwd": "/", "env": {}}').encode() or b"-")
+            except BaseException as exc:
+                os.write(writer, repr(exc).encode())
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        os.close(writer)
+        answer = os.read(reader, 4096).decode()
+        assert answer.startswith("error PermissionError"), answer
+        assert server.poll() is None
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_start_announces_the_socket_and_stop_removes_it(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ use rule neurips26_step as abmf_figures with:
     output:
         **figure_outputs("abmf", AB, AB_FIGURES),
     params:
+        threads=1,
         step="abmf figures",
         args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", "cost_ratio",
                           run_variants=config["abmf"]["run_variants"]),

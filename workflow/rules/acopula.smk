@@ -89,6 +89,7 @@ use rule neurips26_step as acopula_figures with:
     output:
         **figure_outputs("acopula", AC, AC_FIGURES),
     params:
+        threads=1,
         step="acopula figures",
         args=paper_params("acopula", "speed", seeds=config["acopula"]["seeds"]),
         code=code_stamp("acopula"),

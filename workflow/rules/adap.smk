@@ -46,6 +46,7 @@ use rule neurips26_step as adap_figures with:
     output:
         **figure_outputs("adap", AD, AD_FIGURES),
     params:
+        threads=1,
         step="adap figures",
         args=paper_params("adap", run_variants=config["adap"]["run_variants"] + ["lm"]),
         code=code_stamp("adap"),

@@ -11,6 +11,7 @@ use rule neurips26_step as adapad_mechanism with:
         metrics=f"{APD}/mechanism/metrics.json",
         timing=f"{APD}/mechanism/timing.json",
     params:
+        threads=1,
         step="adapad mechanism",
         args=paper_params("adapad", *AP_KEYS),
         code=code_stamp("adapad"),
@@ -71,6 +72,7 @@ use rule neurips26_step as adapad_figures with:
     output:
         **figure_outputs("adapad", APD, APD_FIGURES),
     params:
+        threads=1,
         step="adapad figures",
         args=paper_params("adapad", *AP_KEYS),
         code=code_stamp("adapad"),

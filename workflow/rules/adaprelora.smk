@@ -56,6 +56,7 @@ use rule neurips26_step as adaprelora_figures with:
     output:
         **figure_outputs("adaprelora", APL, APL_FIGURES),
     params:
+        threads=1,
         step="adaprelora figures",
         args=paper_params("adaprelora", *APL_KEYS),
         code=code_stamp("adaprelora"),

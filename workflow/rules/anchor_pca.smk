@@ -29,6 +29,7 @@ use rule neurips26_step as anchor_pca_figures with:
     output:
         **figure_outputs("anchor_pca", AP, AP_FIGURES),
     params:
+        threads=1,
         step="anchor_pca figures",
         args=paper_params("anchor_pca", "gammas", run_variants=config["anchor_pca"]["run_variants"]),
         code=code_stamp("anchor_pca"),

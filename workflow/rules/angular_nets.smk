@@ -78,10 +78,12 @@ use rule neurips26_step as angular_nets_figures with:
     output:
         **figure_outputs("angular_nets", AN, AN_FIGURES),
     params:
+        threads=1,
         step="angular_nets figures",
         args=paper_params(
             "angular_nets",
             "methods",
+            "data",
             run_variants=config["angular_nets"]["run_variants"],
             seeds=config["angular_nets"]["seeds"],
         ),

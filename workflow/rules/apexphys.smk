@@ -113,6 +113,7 @@ use rule neurips26_step as apexphys_figures with:
     output:
         **figure_outputs("apexphys", AX, AX_FIGURES),
     params:
+        threads=1,
         step="apexphys figures",
         args=paper_params("apexphys", "seeds", "data", run_variants=config["apexphys"]["run_variants"]),
         code=code_stamp("apexphys"),

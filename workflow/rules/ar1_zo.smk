@@ -67,6 +67,7 @@ use rule neurips26_step as ar1_zo_figures with:
     output:
         **figure_outputs("ar1_zo", AR, AR_FIGURES),
     params:
+        threads=1,
         step="ar1_zo figures",
         args=paper_params("ar1_zo", *AR_KEYS),
         code=code_stamp("ar1_zo"),

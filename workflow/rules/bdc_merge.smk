@@ -101,6 +101,7 @@ use rule neurips26_step as bdc_merge_figures with:
     output:
         **figure_outputs("bdc_merge", BM, BM_FIGURES),
     params:
+        threads=1,
         step="bdc_merge figures",
         args=paper_params("bdc_merge", "calibration", "strengths", "strength", "general_tolerance"),
         code=code_stamp("bdc_merge"),

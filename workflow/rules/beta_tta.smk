@@ -61,6 +61,7 @@ use rule neurips26_step as beta_tta_figures with:
     output:
         **figure_outputs("beta_tta", BT, BT_FIGURES),
     params:
+        threads=1,
         step="beta_tta figures",
         args=paper_params(
             "beta_tta",

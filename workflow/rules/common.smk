@@ -19,6 +19,8 @@ except ConfigError as exc:
 config.clear()
 config.update(_validated)
 
+# Not a setting of any job's output: kept out of the config the rules and the report hash.
+RETRAIN = config.pop("retrain", False)
 PAPERS = config["papers"]
 THREADS = config["threads_per_job"]
 # Jobs (local or submitted, which inherit the environment) read this when they finish.
@@ -28,7 +30,12 @@ os.environ[job_context.KEEP_ENV] = "1" if config["keep_checkpoints"] else "0"
 WILDCARDS = {"variant": NAME_PATTERN, "model": NAME_PATTERN, "seed": r"\d+"}
 # Under --sdm conda (or a container) the job's own environment runs the step: the `python` its
 # PATH finds there. Otherwise the interpreter that runs Snakemake, so rules need no activated venv.
-CLI = "python -m neurips26" if workflow.deployment_settings.deployment_method else f"{sys.executable} -m neurips26"
+# The interpreter reaches the shell line through the environment (jobs inherit it; a cluster job's
+# own Snakemake sets it again), never through params: a moved checkout or a re-created venv
+# changes no params and reruns nothing.
+PYTHON_ENV = "NEURIPS26_PYTHON"
+os.environ[PYTHON_ENV] = "python" if workflow.deployment_settings.deployment_method else sys.executable
+CLI = f'"${{{PYTHON_ENV}:-python}}" -m neurips26'
 ENV = "../../envs/neurips26.yaml"
 # The committed reference run that `results/compare.md` checks this run against.
 # Absent (a fork that dropped it): compare.md says so and the run goes on.
@@ -211,7 +218,7 @@ def optional_input(name, folder):
 
     def arg(wildcards, input, output):
         path = folder(wildcards, input, output)
-        return f"--input {name}={path}" if path else ""
+        return f"--input {shlex.quote(f'{name}={path}')}" if path else ""
 
     return arg
 
@@ -229,7 +236,9 @@ def cli_inputs(*extra, **named):
         return value(*[given[name] for name in wanted])
 
     def args(wildcards, input, output):
-        parts = [f"--input {name}={call(v, wildcards, input, output)}" for name, v in named.items()]
+        # each `--input` argument shell-quoted (a folder may hold a space or a `;`); the extras are
+        # whole arguments that their own helpers quote
+        parts = [f"--input {shlex.quote(f'{name}={call(v, wildcards, input, output)}')}" for name, v in named.items()]
         parts += [call(v, wildcards, input, output).strip() for v in extra]
         return "".join(f" {p}" for p in parts if p)
 
@@ -247,21 +256,39 @@ def figure_outputs(paper, prefix, names):
     workflow/report/<paper>_<name>.rst), summary.csv and claims.csv (`output: **figure_outputs(...)`)."""
     return {
         # a line may not start with `report` outside a rule (Snakemake reads it as the directive)
-        "figures": [report(f"{prefix}/figures/{n}.png", caption=f"../report/{paper}_{n}.rst", category=paper) for n in names],
+        "figures": [report(f"{prefix}/figures/{n}.png", caption=f"../report/{paper}_{n}.rst", category=paper,
+                           subcategory="Figures") for n in names],
         "summary": f"{prefix}/summary.csv",
         "claims": f"{prefix}/claims.csv",
     }
 
 
+def export_retrain():
+    """Jobs of the rules this invocation forces (--forcerun, --forceall), or every job under
+    `retrain: true`, train afresh instead of reusing a kept finished checkpoint (core.trainer).
+    The jobs learn it as the `<paper> <step>` of each forced rule (its `step` param)."""
+    forced = workflow.dag_settings.forcerun if workflow.dag_settings else ()
+    everything = RETRAIN or (workflow.dag_settings is not None and workflow.dag_settings.forceall)
+    steps = set()
+    for name in forced:
+        if isinstance(name, str) and workflow.is_rule(name):
+            step = dict(workflow.get_rule(name).params.items()).get("step")
+            if isinstance(step, str):
+                steps.add(step)
+    os.environ[job_context.RETRAIN_ENV] = "*" if everything else ",".join(sorted(steps))
+
+
 def start_tracking():
     from neurips26.core import tracking
+
+    export_retrain()
     from neurips26.papers import SHARED
 
     uri = tracking.tracking_uri()
     if workflow.non_local_exec and not workflow.remote_exec and uri.startswith("sqlite:") and not CLUSTER["allow_sqlite"]:
         raise WorkflowError(
             f"MLflow would log to the SQLite file {uri} from every cluster job at once, which locks it; "
-            "set MLFLOW_TRACKING_URI to a tracking server (README, 'A team tracking server'), "
+            "set MLFLOW_TRACKING_URI to a tracking server (docs/cluster.md, 'A team tracking server'), "
             "or pass --config cluster='{allow_sqlite: true}' to use the file anyway"
         )
     try:

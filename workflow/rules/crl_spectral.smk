@@ -31,6 +31,7 @@ use rule neurips26_step as crl_spectral_evaluate with:
     output:
         metrics=f"{CS}/eval/metrics.json",
     params:
+        threads=1,
         step="crl_spectral evaluate",
         args=paper_params("crl_spectral", "calibration", seeds=config["crl_spectral"]["seeds"]),
         code=code_stamp("crl_spectral"),
@@ -52,6 +53,7 @@ use rule neurips26_step as crl_spectral_figures with:
     output:
         **figure_outputs("crl_spectral", CS, CS_FIGURES),
     params:
+        threads=1,
         step="crl_spectral figures",
         args=paper_params("crl_spectral", "discrete", "calibration"),
         code=code_stamp("crl_spectral"),

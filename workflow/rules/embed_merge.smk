@@ -98,6 +98,7 @@ use rule neurips26_step as embed_merge_figures with:
     output:
         **figure_outputs("embed_merge", EM, EM_FIGURES),
     params:
+        threads=1,
         step="embed_merge figures",
         args=paper_params(
             "embed_merge",

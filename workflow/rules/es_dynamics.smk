@@ -13,6 +13,7 @@ use rule neurips26_step as es_dynamics_synthetic with:
         metrics=f"{ESD}/synthetic/metrics.json",
         timing=f"{ESD}/synthetic/timing.json",
     params:
+        threads=1,
         step="es_dynamics synthetic",
         args=paper_params("es_dynamics", *ESD_KEYS),
         code=code_stamp("es_dynamics"),
@@ -55,6 +56,7 @@ use rule neurips26_step as es_dynamics_figures with:
     output:
         **figure_outputs("es_dynamics", ESD, ESD_FIGURES),
     params:
+        threads=1,
         step="es_dynamics figures",
         args=paper_params("es_dynamics", *ESD_KEYS),
         code=code_stamp("es_dynamics"),

@@ -40,6 +40,7 @@ use rule neurips26_step as fedaba_figures with:
     output:
         **figure_outputs("fedaba", FB, FB_FIGURES),
     params:
+        threads=1,
         step="fedaba figures",
         args=paper_params(
             "fedaba",

@@ -66,6 +66,7 @@ use rule neurips26_step as fedlora_align_figures with:
     output:
         **figure_outputs("fedlora_align", FA, FA_FIGURES),
     params:
+        threads=1,
         step="fedlora_align figures",
         args=paper_params(
             "fedlora_align",

@@ -144,6 +144,7 @@ use rule neurips26_step as nar_dit_figures with:
         **figure_outputs("nar_dit", ND, ND_FIGURES),
         size_study=[f"{ND}/size_study.csv"] if ND_SIZE_RUNS else [],
     params:
+        threads=1,
         step="nar_dit figures",
         args=paper_params(
             "nar_dit",

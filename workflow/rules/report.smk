@@ -1,5 +1,8 @@
-# Cross-paper summary: every enabled paper's claims.csv into results/summary.{md,csv}, and the
-# comparison with the committed reference run (reference/summary.csv) into results/compare.md.
+# Cross-paper summary: every enabled paper's claims.csv into results/summary.{md,csv}, the verdict
+# pictures (results/summary.png and each paper's results/<paper>/figures/claims.png, drawn by
+# neurips26.core.claims_plot), and the comparison with the committed reference run
+# (reference/summary.csv) into results/compare.md. In the report, the category "0 Summary" sorts
+# before the papers, and in each paper's category the subcategory "Claims" before its "Figures".
 
 
 rule report:
@@ -7,9 +10,15 @@ rule report:
         claims=expand("results/{paper}/claims.csv", paper=PAPERS),
         reference=REFERENCE,
     output:
-        md=report("results/summary.md", caption="../report/summary.rst", category="Summary"),
+        picture=report("results/summary.png", caption="../report/summary_picture.rst", category="0 Summary"),
+        md=report("results/summary.md", caption="../report/summary.rst", category="0 Summary"),
         csv="results/summary.csv",
-        compare=report("results/compare.md", caption="../report/compare.rst", category="Summary"),
+        compare=report("results/compare.md", caption="../report/compare.rst", category="0 Summary"),
+        claims=[
+            report(f"results/{paper}/figures/claims.png", caption="../report/claims_picture.rst",
+                   category=paper, subcategory="Claims")
+            for paper in PAPERS
+        ],
         run_info="results/run_info.json",
     log:
         "results/logs/report.log",
@@ -27,5 +36,5 @@ rule report:
         mem_mb=500,
         runtime=5,
     shell:
-        "{params.cli} report --claims {input.claims} --out {params.out} --reference={params.reference}"
-        " --config-hash {params.config_hash} > {log} 2>&1"
+        "{params.cli} report --claims {input.claims:q} --out {params.out:q} --reference={params.reference:q}"
+        " --config-hash {params.config_hash} > {log:q} 2>&1"

@@ -13,6 +13,7 @@ use rule neurips26_step as lm_corpora with:
     output:
         manifest=f"{LM}/corpora/manifest.json",
     params:
+        threads=1,
         step="lm_assets corpora",
         args=paper_params("lm_assets", "corpora"),
         code=code_stamp("lm_assets"),
@@ -33,6 +34,7 @@ use rule neurips26_step as lm_tokenizer with:
     output:
         tokenizer=f"{LM}/tokenizer/tokenizer.json",
     params:
+        threads=1,
         step="lm_assets tokenizer",
         args=paper_params("lm_assets", "tokenizer"),
         code=code_stamp("lm_assets"),

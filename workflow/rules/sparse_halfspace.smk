@@ -27,6 +27,7 @@ use rule neurips26_step as sparse_halfspace_evaluate with:
     output:
         metrics=f"{SH}/eval/metrics.json",
     params:
+        threads=1,
         step="sparse_halfspace evaluate",
         args=paper_params("sparse_halfspace", "complexity", "noise_sweep", seeds=config["sparse_halfspace"]["seeds"]),
         code=code_stamp("sparse_halfspace"),
@@ -48,6 +49,7 @@ use rule neurips26_step as sparse_halfspace_figures with:
     output:
         **figure_outputs("sparse_halfspace", SH, SH_FIGURES),
     params:
+        threads=1,
         step="sparse_halfspace figures",
         args=paper_params("sparse_halfspace", "problem", "adversary"),
         code=code_stamp("sparse_halfspace"),

@@ -12,6 +12,9 @@ rule neurips26_step:
         launch=launcher,
         wildcards=wildcards_arg,
         inputs="",
+        # the configured thread count (a rule declaring `threads: 1` sets this to 1 too): Snakemake's
+        # {threads} is scaled down to --cores, which would make results follow the machine
+        threads=THREADS,
     log:
         ".neurips26_step/{name}.log",
     conda:
@@ -21,5 +24,5 @@ rule neurips26_step:
         mem_mb=1000,
         runtime=10,
     shell:
-        "{params.launch}{params.cli} {params.step} --params {params.args:q}{params.inputs} --out {params.out}"
-        " --threads {threads}{params.wildcards} > {log} 2>&1"
+        "{params.launch}{params.cli} {params.step} --params {params.args:q}{params.inputs} --out {params.out:q}"
+        " --threads {params.threads}{params.wildcards} > {log:q} 2>&1"

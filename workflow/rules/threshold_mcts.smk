@@ -27,6 +27,7 @@ use rule neurips26_step as threshold_mcts_timing with:
         metrics=f"{TM}/timing/metrics.json",
         timing=f"{TM}/timing/timing.json",
     params:
+        threads=1,
         step="threshold_mcts timing",
         args=paper_params("threshold_mcts", "timing"),
         code=code_stamp("threshold_mcts"),
@@ -48,6 +49,7 @@ use rule neurips26_step as threshold_mcts_figures with:
     output:
         **figure_outputs("threshold_mcts", TM, TM_FIGURES),
     params:
+        threads=1,
         step="threshold_mcts figures",
         args=paper_params("threshold_mcts", run_variants=config["threshold_mcts"]["run_variants"]),
         code=code_stamp("threshold_mcts"),

@@ -571,7 +571,8 @@ class Sheet:
             better = "higher" if e["direction"] == "higher" else "lower"
             what = (f"{'method / baseline' if better == 'higher' else 'baseline / method'} on the log scale"
                     if log else f"{'method - baseline' if better == 'higher' else 'baseline - method'}")
-            row["margin"] = rec.get("margin_text", "")
+            # an entry left untested still shows the margin it declares
+            row["margin"] = rec.get("margin_text") or _margin(e, math.nan)[1].replace("n/a (", "(")
             rule = (f"effect = {what} ({better} is better); yes if its 95% interval ({rec.get('test', 'n/a')}) "
                     f"lies above {'1' if log else '0'}, the effect reaches the margin and the Holm p "
                     f"(over {family} comparison rows) < 0.05; no if the interval lies below the margin")

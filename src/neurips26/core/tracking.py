@@ -96,9 +96,44 @@ def ensure_experiment(client, paper: str) -> str:
     artifact_location = None
     uri = tracking_uri()
     if _is_local_sqlite(uri):
-        root = Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts" / paper
-        artifact_location = root.resolve().as_uri()
+        artifact_location = (_artifact_root(uri) / paper).as_uri()
     return client.create_experiment(name, artifact_location=artifact_location)
+
+
+def _artifact_root(uri: str) -> Path:
+    """Where a local SQLite store keeps its artifacts: `mlartifacts/` beside the store file."""
+    return (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve()
+
+
+def relocate_artifacts(uri: str | None = None) -> int:
+    """Point the experiments and runs of a local SQLite store at the `mlartifacts/` folder beside
+    the store, wherever the store now is. MLflow records absolute artifact locations; a store
+    copied or moved with its `results/` folder (another mount path, a moved checkout) would
+    otherwise go on writing into the old folder. Returns how many experiments were moved."""
+    import sqlite3
+
+    uri = uri or tracking_uri()
+    if not _is_local_sqlite(uri) or not Path(uri.removeprefix("sqlite:///")).exists():
+        return 0
+    root = _artifact_root(uri)
+    con = sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=30)
+    moved = 0
+    try:
+        with con:
+            rows = con.execute("select experiment_id, name, artifact_location from experiments "
+                               "where name like ?", (f"{experiment_name('')}%",)).fetchall()
+            for exp_id, name, location in rows:
+                wanted = (root / name.removeprefix(experiment_name(""))).as_uri()
+                if not location or location == wanted or not location.startswith("file://"):
+                    continue
+                con.execute("update experiments set artifact_location = ? where experiment_id = ?", (wanted, exp_id))
+                con.execute("update runs set artifact_uri = ? || substr(artifact_uri, ?) "
+                            "where experiment_id = ? and substr(artifact_uri, 1, ?) = ?",
+                            (wanted, len(location) + 1, exp_id, len(location), location))
+                moved += 1
+    finally:
+        con.close()
+    return moved
 
 
 def git_state(repo: str | Path = ".") -> dict[str, str]:
@@ -122,6 +157,7 @@ def start_invocation(papers: list[str]) -> dict[str, str]:
     uri = tracking_uri()
     git = git_state()
     os.environ[GIT_ENV] = json.dumps(git)
+    retry_locked(relocate_artifacts, uri)
     parents = {}
     for paper in papers:
         exp_id = ensure_experiment(client, paper)
@@ -136,14 +172,30 @@ def start_invocation(papers: list[str]) -> dict[str, str]:
     return parents
 
 
-def end_invocation(status: str) -> None:
-    """Close the parent runs that start_invocation opened (FINISHED or FAILED)."""
+def end_invocation(status: str, only_running: bool = False) -> None:
+    """Close the parent runs that start_invocation opened (FINISHED, FAILED, or KILLED when the
+    warm-start server outlives a Snakemake that died; `only_running`: leave closed ones as they are)."""
     parents = json.loads(os.environ.get(PARENT_ENV, "{}"))
     if not parents:
+        return
+    uri = tracking_uri()
+    if only_running and _is_local_sqlite(uri):
+        # straight into the file: no MLflow import (seconds) in a server that is stopping
+        import sqlite3
+
+        con = sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=30)
+        try:
+            with con:
+                con.executemany("update runs set status = ?, end_time = ? where run_uuid = ? and status = 'RUNNING'",
+                                [(status, int(time.time() * 1000), run_id) for run_id in parents.values()])
+        finally:
+            con.close()
         return
     try:
         client = _client()
         for run_id in parents.values():
+            if only_running and retry_locked(client.get_run, run_id).info.status != "RUNNING":
+                continue
             retry_locked(client.set_terminated, run_id, status=status)
     except Exception as exc:  # the store may be the reason the workflow failed
         if not is_tracking_error(exc):

@@ -79,6 +79,52 @@ def _devices_from_allocation() -> tuple[Any, int, str]:
     return devices, nodes, ("ddp" if multi else "auto")
 
 
+PART = ".part"
+
+
+def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
+    """`torch.save` to a temp file in the destination folder, synced, then renamed over `path`:
+    the previous file stays whole until the new one is complete, a kill at any point leaves one
+    of the two, and the bytes are written once (no copy from $TMPDIR across file systems, no
+    second copy in memory)."""
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{PART}")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:  # the rename itself survives a crash of the machine once the folder is synced
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _atomic_io_class():
+    from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+
+    class AtomicCheckpointIO(TorchCheckpointIO):
+        """Lightning's checkpoint writes through `atomic_torch_save`."""
+
+        def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
+            if storage_options is not None:
+                raise TypeError("AtomicCheckpointIO takes no storage_options")
+            atomic_torch_save(checkpoint, path)
+
+    return AtomicCheckpointIO
+
+
 def _check_checkpoint(path: Path) -> None:
     """A checkpoint cut short (a full disk, a copy interrupted) stops the step, naming it."""
     try:
@@ -118,6 +164,12 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
 
     ckpt_dir = Path(out) / "checkpoints" / checkpoint_key(params)
     job.current().checkpoint_dirs.append(ckpt_dir)
+    if job.current().retrain and _finished_step(ckpt_dir) >= 0:
+        # a forced rerun trains afresh; an unfinished checkpoint (this rerun killed) still resumes
+        import shutil
+
+        print(f"neurips26: retraining (forced): the finished checkpoint {ckpt_dir} is set aside", flush=True)
+        shutil.rmtree(ckpt_dir)
     checkpoint = ModelCheckpoint(dirpath=ckpt_dir, save_last=True, save_top_k=0,
                                  every_n_train_steps=checkpoint_every or max(1, max_steps // 4))
     loggers = []
@@ -126,13 +178,15 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
         loggers.append(_logger_class()(experiment_name=run.experiment, run_id=run.run_id,
                                        tracking_uri=tracking.tracking_uri()))
     devices, nodes, strategy = _devices_from_allocation()
-    plugins = []
+    for stale in ckpt_dir.glob(f".*{PART}") if ckpt_dir.exists() else ():  # a write killed before its rename
+        stale.unlink(missing_ok=True)
+    plugins = [_atomic_io_class()()]
     from lightning.pytorch.plugins.environments import SLURMEnvironment
 
     if SLURMEnvironment.detect():  # the warning signal is handled below, not by Lightning's requeue
         plugins.append(SLURMEnvironment(auto_requeue=False))
     trainer = L.Trainer(
-        plugins=plugins or None,
+        plugins=plugins,
         accelerator="auto", devices=devices, num_nodes=nodes, strategy=strategy,
         max_steps=max_steps, max_epochs=-1, precision=precision,
         # some CUDA backward ops have no deterministic kernel (avg_pool3d, linear interpolate):

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 SOCKET_ENV = "NEURIPS26_WARM_SOCKET"
+FOLDER_PREFIX = "neurips26-warm-"
 SWITCH_ENV = "NEURIPS26_WARM_START"
 # what the server imports once; a job imports the rest (its paper's step module) itself
 PRELOAD = ("numpy", "pandas", "scipy.stats", "scipy.optimize", "sklearn", "torch", "lightning", "mlflow",
@@ -99,7 +100,10 @@ def run_through_server(argv: list[str]) -> int | None:
         return None
     buffer = bytearray()
     first = _recv_line(sock, buffer)
-    if first is None or first == "direct":
+    if first is None or first == "direct" or first.startswith("error"):
+        if first and first.startswith("error"):
+            print(f"neurips26: the warm-start server refused the job ({first}); it runs in a fresh process",
+                  file=sys.stderr)
         sock.close()
         return None
     pid = int(first.split()[1])
@@ -154,6 +158,15 @@ def _preload(modules) -> None:
         raise RuntimeError("preloading initialised CUDA, which a fork cannot use")
 
 
+def exit_code(exc: SystemExit) -> int | str | None:
+    """The status a SystemExit ends the process with; a stop on a signal is never 0 (Lightning
+    stops training on SIGTERM by raising SIGTERMException, a SystemExit without a code)."""
+    if type(exc).__name__ == "SIGTERMException" and not exc.code:
+        print("neurips26: stopped by SIGTERM", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    return exc.code
+
+
 def _exit_status(status: int) -> int:
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
@@ -195,43 +208,140 @@ def serve(path: str, modules=PRELOAD) -> tuple[dict, list[int]] | None:
             _reap(clients)
             if listener not in ready:
                 continue
-            conn, _ = listener.accept()
             try:
-                request, fds = _receive(conn)
-            except (OSError, ValueError, ConnectionError) as exc:
-                print(f"neurips26 warm start: bad request: {exc}", flush=True)
-                conn.close()
+                conn, _ = listener.accept()
+            except OSError:
                 continue
-            theirs, ours = import_time_env(request["env"]), import_time_env(before)
-            if theirs != ours:
-                differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
-                print(f"neurips26 warm start: {' '.join(request['argv'][:2])} starts a fresh process: "
-                      f"its environment differs in {', '.join(differ)}", flush=True)
-                conn.sendall(b"direct\n")
-                conn.close()
+            fds: list[int] = []
+            # each request inside its own boundary: a bad one gets an error reply, the server goes on
+            try:
+                _check_peer(conn)
+                request, fds = _receive(conn)
+                if not (isinstance(request, dict) and isinstance(request.get("argv"), list)
+                        and isinstance(request.get("env"), dict) and isinstance(request.get("cwd"), str)
+                        and len(fds) == 3):
+                    raise ValueError("a request is {argv: [...], cwd: '...', env: {...}} with 3 streams")
+                theirs, ours = import_time_env(request["env"]), import_time_env(before)
+                if theirs != ours:
+                    differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+                    print(f"neurips26 warm start: {' '.join(map(str, request['argv'][:2]))} starts a fresh process: "
+                          f"its environment differs in {', '.join(differ)}", flush=True)
+                    _reply(conn, b"direct\n")
+                    _close_all(conn, fds)
+                    continue
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    _die_with(server_pid)
+                    listener.close()
+                    os.close(wake_r)
+                    os.close(wake_w)
+                    for other in clients.values():
+                        if other is not None:
+                            other.close()
+                    request["env"] = {**set_by_imports, **request["env"]}
+                    request["client_fd"] = conn.detach()  # the fork watches its client through it
+                    return request, fds
+                clients[pid] = conn
                 for fd in fds:
                     os.close(fd)
-                continue
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                listener.close()
-                os.close(wake_r)
-                os.close(wake_w)
-                for other in clients.values():
-                    other.close()
-                conn.close()
-                request["env"] = {**set_by_imports, **request["env"]}
-                return request, fds
-            for fd in fds:
-                os.close(fd)
-            conn.sendall(f"pid {pid}\n".encode())
-            clients[pid] = conn
+                fds = []
+                conn.sendall(f"pid {pid}\n".encode())
+            except Exception as exc:  # noqa: BLE001 (the boundary of one request)
+                print(f"neurips26 warm start: bad request: {type(exc).__name__}: {exc}", flush=True)
+                _reply(conn, f"error {type(exc).__name__}: {exc}".replace("\n", " ").encode() + b"\n")
+                pid = next((p for p, c in clients.items() if c is conn), None)
+                if pid is not None:  # its client went before it learnt the fork's pid: the fork goes too
+                    _kill_group(pid, signal.SIGKILL)
+                    clients[pid] = None
+                _close_all(conn, fds)
     finally:
         if os.getpid() == server_pid:  # not in a fork, which returned its request above
             _shutdown(listener, path, clients)
+            if not stopping:  # the run that started the server is gone without stopping it
+                _end_parent_runs("KILLED")
     return None
+
+
+def _check_peer(conn: socket.socket) -> None:
+    """Only processes of the server's own user are served (SO_PEERCRED); the socket's 0700
+    folder already keeps others out, this is the second guard."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.getuid():
+        raise PermissionError(f"a process of user {uid} connected; only user {os.getuid()} is served")
+
+
+def _reply(conn: socket.socket, line: bytes) -> None:
+    try:
+        conn.sendall(line)
+    except OSError:  # the client is gone: nothing to tell
+        pass
+
+
+def _close_all(conn: socket.socket, fds: list[int]) -> None:
+    conn.close()
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _kill_group(pid: int, signum: int) -> None:
+    for kill in (os.killpg, os.kill):  # the group once the fork has made it, else the fork alone
+        try:
+            kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(server_pid: int) -> None:
+    """In a fork: the kernel kills it when the server dies (even by SIGKILL), so no fork trains on
+    as an orphan beside the retry of its job."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != server_pid:  # the server died before the call above
+        os._exit(128 + signal.SIGKILL)
+
+
+def _watch_client(fd: int) -> None:
+    """In a fork: a thread that waits on the client's connection and kills the job's process group
+    when the client is gone (Snakemake killed it, or it was SIGKILLed), within a fraction of a second."""
+    import threading
+
+    conn = socket.socket(fileno=fd)
+
+    def watch() -> None:
+        try:
+            while conn.recv(4096):
+                pass
+        except OSError:
+            pass
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="neurips26-client-watch", daemon=True).start()
+
+
+def _end_parent_runs(status: str) -> None:
+    """Close the run's parent MLflow runs still open (Snakemake died without `onerror:`)."""
+    from . import tracking
+
+    if not os.environ.get(tracking.PARENT_ENV):
+        return
+    try:
+        tracking.end_invocation(status, only_running=True)
+    except Exception as exc:  # noqa: BLE001 (the server is stopping; the store may be gone)
+        print(f"neurips26 warm start: could not close the parent runs: {exc}", flush=True)
 
 
 def _reap(clients: dict[int, socket.socket]) -> None:
@@ -242,7 +352,9 @@ def _reap(clients: dict[int, socket.socket]) -> None:
             return
         if pid == 0:
             return
-        conn = clients.pop(pid, None)
+        if pid not in clients:
+            continue
+        conn = clients.pop(pid)
         if conn is not None:
             try:
                 conn.sendall(f"exit {_exit_status(status)}\n".encode())
@@ -264,13 +376,22 @@ def _shutdown(listener: socket.socket, path: str, clients: dict[int, socket.sock
         _reap(clients)
         time.sleep(0.05)
     for conn in clients.values():
-        conn.close()
+        if conn is not None:
+            conn.close()
+    folder = os.path.dirname(path)
+    if os.path.basename(folder).startswith(FOLDER_PREFIX):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
 
 
 def run_request(request: dict, fds: list[int]) -> None:
     """In the fork: become the job (its streams, folder, environment, arguments), run the CLI
     and exit as `python -m neurips26` does."""
     os.setpgrp()  # the client forwards its signals to this group
+    if request.get("client_fd") is not None:
+        _watch_client(request["client_fd"])
     signal.set_wakeup_fd(-1)
     for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(signum, signal.SIG_DFL)
@@ -298,7 +419,7 @@ def run_request(request: dict, fds: list[int]) -> None:
     try:
         rc = main(request["argv"])
     except SystemExit as exc:
-        rc = exc.code
+        rc = exit_code(exc)
         if not (rc is None or isinstance(rc, int)):
             print(rc, file=sys.stderr)
             rc = 1
@@ -317,7 +438,7 @@ def start(log_path: Path, threads: int = 1) -> tuple[object, str] | None:
 
     if not enabled_by_env():
         return None
-    folder = tempfile.mkdtemp(prefix="neurips26-warm-")  # short: a socket path has at most 107 bytes
+    folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)  # short: a socket path has at most 107 bytes
     path = os.path.join(folder, "socket")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:

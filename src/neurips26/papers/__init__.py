@@ -17,21 +17,6 @@ from pathlib import Path
 SHARED = ("lm_assets",)
 
 
-def uses(paper: str) -> tuple[str, ...]:
-    """The harness packages a paper builds on (`USES` in its `__init__`): sub-packages of this
-    package without steps that hold code two or more papers share. Their code enters the
-    paper's code stamp, so a harness change reruns exactly the papers that use it."""
-    if paper in SHARED:
-        return ()
-    names = tuple(getattr(info(paper), "USES", ()))
-    here = Path(__file__).parent
-    for name in names:
-        if not (here / name / "__init__.py").exists() or (here / name / "steps.py").exists():
-            raise KeyError(f"paper '{paper}' USES '{name}', which is not a harness package "
-                           f"(src/neurips26/papers/{name}/ with __init__.py and no steps.py)")
-    return names
-
-
 def available() -> list[str]:
     """Slugs of the implemented papers: the sub-packages of this package that have steps."""
     here = Path(__file__).parent

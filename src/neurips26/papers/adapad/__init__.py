@@ -2,7 +2,6 @@
 
 TITLE = "AdaPaD: adaptive parallel deflation for LoRA"
 STEPS = ("mechanism", "tune", "train", "figures")
-USES = ("lora_harness",)
 
 METHODS = ("lora_r1", "lora_r2", "lora_r4", "lora_r8", "lora_r16", "adalora", "sequential", "adapad")
 MAPS = ("query", "key", "value", "attn_out", "ffn_in", "ffn_out")

@@ -2,7 +2,6 @@
 
 TITLE = "AdaPreLoRA: preconditioned LoRA optimizer"
 STEPS = ("tune", "train", "figures")
-USES = ("lora_harness",)
 
 METHODS = ("adamw", "loraplus", "scaled_adamw", "lora_pro", "adafactor_proj", "adaprelora", "full_adafactor")
 TASKS = ("topic_sentiment", "intent", "paraphrase", "data_to_text")

@@ -2,7 +2,6 @@
 
 TITLE = "AR1-ZO: rank-1 atom zeroth-order LoRA fine-tuning"
 STEPS = ("mechanism", "tune", "train", "figures")
-USES = ("zo_harness",)
 
 METHODS = ("mezo_full", "mezo_lora", "lozo", "naive_atom", "ar1_zo")
 RANKED = ("naive_atom", "ar1_zo")  # the methods of the accuracy-against-rank sweep

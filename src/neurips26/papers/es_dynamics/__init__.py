@@ -2,7 +2,6 @@
 
 TITLE = "Dynamics of Z-score evolution strategies for LLM fine-tuning"
 STEPS = ("synthetic", "lm", "figures")
-USES = ("zo_harness",)
 
 SHAPINGS = ("zscore", "centered_ranks", "plain")
 REWARDS = ("logprob", "teacher_forced")

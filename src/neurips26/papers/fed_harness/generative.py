@@ -1,7 +1,7 @@
 """The harness's generative task: causal-LM clients on E2E-style data-to-text, or on a real
 instruction dataset (databricks-dolly-15k style JSONL) at paper scale.
 
-Data-to-text reuses `lora_harness.tasks`: `make_data_to_text` writes records of 2 to 4 of the 4
+Data-to-text reuses `data.data_to_text`: `make_data_to_text` writes records of 2 to 4 of the 4
 fields of a venue (prompt: the fields in random order and a separator word; target: one
 sentence naming the values in a fixed field order, one connective word per field, then an end
 word), `lm_task` tokenizes prompt + target + eos with labels on the target and eos only.
@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from ..lora_harness.tasks import LMData, lm_task, make_data_to_text
+from ...data.data_to_text import LMData, lm_task, make_data_to_text
 
 TASK = "data_to_text"
 CLASSES = 3  # 2, 3 or 4 fields per record

@@ -2,7 +2,6 @@
 
 TITLE = "FedAbA: basis-consistent federated LoRA with heterogeneous ranks"
 STEPS = ("train", "figures")
-USES = ("fed_harness",)
 
 _OURS = ("fedaba", "fedaba_svd", "cafd", "hetlora", "flexlora")
 

@@ -2,7 +2,6 @@
 
 TITLE = "ALIGN: subspace alignment for federated LoRA"
 STEPS = ("data", "train", "figures")
-USES = ("fed_harness",)
 
 METHODS = ("fedit", "ffa_lora", "flora", "fedex_lora", "fedsa_lora", "ideal", "align", "align_no_drift")
 TASKS = ("topic", "topic_sentiment", "intent", "data_to_text")

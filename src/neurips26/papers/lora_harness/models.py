@@ -1,7 +1,7 @@
 """Models of the harness and their LoRA adapters.
 
 `minilm_classifier`: the last layer of the packaged all-MiniLM-L6-v2 at the [CLS] position with
-a linear head (`fed_harness.tasks.CLSLayerClassifier`: its Linear maps are `query`, `key`,
+a linear head (`data.text_classification.CLSLayerClassifier`: its Linear maps are `query`, `key`,
 `value`, `attn_out`, `ffn_in`, `ffn_out`), frozen; the head trains. `tiny_lm`: a causal LM
 folder of `lm_assets` (or any Hugging Face id / path at paper scale) and its tokenizer.
 
@@ -32,7 +32,7 @@ class LoraPair:
 
 def minilm_classifier(classes: int, encoder_dir=None, seed: int = 0):
     """The frozen last MiniLM layer read at [CLS] and a linear head initialised from `seed`."""
-    from ..fed_harness import tasks as fed_tasks
+    from ...data import text_classification as fed_tasks
 
     net = fed_tasks.last_layer(encoder_dir, classes)
     gen = torch.Generator().manual_seed(int(seed))
