@@ -74,6 +74,12 @@ def test_replicates_to_decide_matches_the_noncentral_t_power():
     n = claims.replicates_to_decide(1.0, 1.0)
     power = lambda k: 1 - stats.nct.cdf(stats.t.ppf(0.975, k - 1), k - 1, np.sqrt(k))  # noqa: E731
     assert power(n) >= 0.9 > power(n - 1)
+    # a large effect needs few replicates (statsmodels' solver fails to converge there)
+    assert claims.replicates_to_decide(0.115, 0.02) == claims.MIN_REPLICATES
+    assert 3 <= claims.replicates_to_decide(0.115, 0.03, paired=False) <= 4
+    welch_power = lambda k: 1 - stats.nct.cdf(stats.t.ppf(0.975, 2 * k - 2), 2 * k - 2, 0.5 * np.sqrt(k / 2))  # noqa: E731
+    n = claims.replicates_to_decide(0.5, 1.0, paired=False)
+    assert welch_power(n) >= 0.9 > welch_power(n - 1)
     assert claims.replicates_to_decide(5.0, 0.0) == claims.MIN_REPLICATES
     assert claims.replicates_to_decide(0.0, 1.0) == claims.N_TO_DECIDE_MAX
 

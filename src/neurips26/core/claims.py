@@ -198,7 +198,10 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 def replicates_to_decide(gap: float, spread: float, paired: bool = True) -> int:
     """Replicates per side at which a true effect `gap` away from the nearer decision boundary,
     with the observed `spread` (sd of the paired differences, or of each side), would be decided by
-    a two-sided 95% t test with DECIDE_POWER (statsmodels' power solvers)."""
+    a two-sided 95% t test with DECIDE_POWER: the smallest n whose power (statsmodels' power of the
+    one-sample or two-sample t test) reaches it. Searched directly, as statsmodels' solve_power
+    fails to converge for large effect sizes (a few replicates), where the power itself can come
+    back NaN and a normal approximation takes its place."""
     from statsmodels.stats.power import TTestIndPower, TTestPower
 
     if not (gap > 0) or math.isnan(spread):
@@ -206,14 +209,30 @@ def replicates_to_decide(gap: float, spread: float, paired: bool = True) -> int:
     if spread == 0:
         return MIN_REPLICATES
     size = gap / spread
-    solver = TTestPower() if paired else TTestIndPower()
-    try:
-        n = float(solver.solve_power(effect_size=size, alpha=ALPHA, power=DECIDE_POWER, alternative="two-sided"))
-    except Exception:  # the solver fails to bracket far outside its range
-        return N_TO_DECIDE_MAX
-    if math.isnan(n):
-        return N_TO_DECIDE_MAX
-    return int(min(N_TO_DECIDE_MAX, max(MIN_REPLICATES, math.ceil(n))))
+
+    def enough(n: int) -> bool:
+        if paired:
+            power = TTestPower().power(effect_size=size, nobs=n, alpha=ALPHA, alternative="two-sided")
+            df, shift = n - 1, size * math.sqrt(n)
+        else:
+            power = TTestIndPower().power(effect_size=size, nobs1=n, alpha=ALPHA, ratio=1.0, alternative="two-sided")
+            df, shift = 2 * n - 2, size * math.sqrt(n / 2)
+        if math.isnan(float(power)):
+            # scipy's noncentral t gives NaN far in its tail, where the power is all but 1
+            from scipy import stats
+
+            power = float(stats.norm.sf(float(stats.t.ppf(1 - ALPHA / 2, df)) - shift))
+        return float(power) >= DECIDE_POWER
+
+    lo, hi = MIN_REPLICATES, MIN_REPLICATES
+    while not enough(hi):
+        if hi >= N_TO_DECIDE_MAX:
+            return N_TO_DECIDE_MAX
+        lo, hi = hi + 1, min(N_TO_DECIDE_MAX, 2 * hi)
+    while lo < hi:  # the smallest n in [lo, hi] with enough power
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
+    return hi
 
 
 # ---------------------------------------------------------------- verdicts (pure)
