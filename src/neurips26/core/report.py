@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from .claims import COLUMNS, counts
+from .claims import COLUMNS, MIN_REPLICATES, counts
 from .io import read_csv, write_csv, write_text
 
 LEGEND = """\
@@ -103,6 +103,8 @@ def _verdict(row: dict, chars: int = 45) -> str:
             reason = f"{gate.group(1)} {gate.group(2)} {'fails' if gate.group(1) == 'regime' else 'passes'}"
         elif "scale cannot reach" in reason:
             reason = "scale"
+        elif reason.startswith(f"fewer than {MIN_REPLICATES} replicates"):
+            reason = f"n < {MIN_REPLICATES}"
         reason = reason if len(reason) <= chars else reason[:chars - 1].rstrip() + "…"
         return f"untested: {reason}"
     return verdict
