@@ -359,6 +359,16 @@ def test_power_table_costs_the_seeds_to_add(tmp_path, capsys):
     entries = power.table([row], tmp_path / "results")
     need = int(row["n_to_decide"])
     assert entries == [{"paper": "p", "id": "a", "claim": "claim a", "n": 3, "n_to_decide": need,
-                        "add_seeds": need - 3, "job_seconds": pytest.approx(12.0 * (need - 3))}]
+                        "add_seeds": need - 3, "job_seconds": pytest.approx(12.0 * (need - 3)),
+                        "replicates_are_seeds": True}]
     assert cli.main(["power", "--summary", str(tmp_path / "summary.csv"), "--results", str(tmp_path / "results")]) == 0
     assert f"| p | a | 3 | {need} |" in capsys.readouterr().out
+    # a row whose replicates are blocks of days is not priced by a seed's cost
+    stocks = next(e for e in claims.load_spec("acopula") if e["kind"] == "comparison"
+                  and "seed" not in e["replicate"])
+    blocks = dict(row, paper="acopula", id=stocks["id"])
+    (tmp_path / "results" / "acopula" / "benchmarks").mkdir(parents=True)
+    (tmp_path / "results" / "acopula" / "benchmarks" / "simulate_seed0.tsv").write_text("s\n3.0\n")
+    priced = power.table([blocks], tmp_path / "results")[0]
+    assert not priced["replicates_are_seeds"] and priced["job_seconds"] != priced["job_seconds"]
+    assert "replicates are not seeds" in power.markdown([priced])

@@ -592,11 +592,11 @@ class Sheet:
                     if log else f"{'method - baseline' if better == 'higher' else 'baseline - method'}")
             # an entry left untested still shows the margin it declares
             row["margin"] = rec.get("margin_text") or _margin(e, math.nan)[1].replace("n/a (", "(")
+            # controls stand outside the Holm family: each is one gate
+            p_text = f"the Holm p (over {family} comparison rows)" if role == "claim" else "its p"
             rule = (f"effect = {what} ({better} is better); yes if its 95% interval ({rec.get('test', 'n/a')}) "
-                    f"lies above {'1' if log else '0'}, the effect reaches the margin and the Holm p "
-                    f"(over {family} comparison rows) < 0.05; no if the interval lies below the margin")
-            if role != "claim":
-                rule = rule.replace(f"the Holm p (over {family} comparison rows)", "its p")
+                    f"lies above {'1' if log else '0'}, the effect reaches the margin and {p_text} < 0.05; "
+                    "no if the interval lies below the margin")
             if "effect" in rec:
                 show = math.exp if log else (lambda v: v)
                 row["effect"] = num(show(rec["effect"]), d)

@@ -35,6 +35,17 @@ def seed_seconds(results: Path, paper: str) -> tuple[float, int]:
     return sum(per_seed.values()) / len(per_seed), len(per_seed)
 
 
+def _replicate_is_seed(paper: str, row_id: str) -> bool:
+    """Whether the row's declared replicate is a seed; True where the paper declares no such row."""
+    from .claims import SpecError, load_spec
+
+    try:
+        declared = {e["id"]: e for e in load_spec(paper)}
+    except SpecError:
+        return True
+    return "seed" in str(declared.get(row_id, {}).get("replicate", "seeds")).lower()
+
+
 def _replicates(n: str) -> int:
     sides = [int(x) for x in re.findall(r"\d+", str(n))]
     return min(sides) if sides else 0
@@ -55,8 +66,11 @@ def table(rows: Sequence[dict], results: Path) -> list[dict]:
         per_seed, _ = costs[paper]
         now, need = _replicates(r["n"]), int(float(r["n_to_decide"]))
         add = max(0, need - now)
+        # a seed's cost only prices rows whose replicates are seeds (not blocks of days, instances, ...)
+        seeds = _replicate_is_seed(paper, r.get("id", ""))
         out.append({"paper": paper, "id": r.get("id", ""), "claim": r["claim"], "n": now, "n_to_decide": need,
-                    "add_seeds": add, "job_seconds": per_seed * add})
+                    "add_seeds": add, "job_seconds": per_seed * add if seeds else float("nan"),
+                    "replicates_are_seeds": seeds})
     return out
 
 
@@ -65,14 +79,23 @@ def markdown(entries: Sequence[dict]) -> str:
         return "No inconclusive comparison rows.\n"
     lines = ["| paper | id | n now | n_to_decide | seeds to add | job-seconds |", "|---|---|---|---|---|---|"]
     for e in entries:
-        cost = "n/a (no benchmarks)" if e["job_seconds"] != e["job_seconds"] else f"{e['job_seconds']:,.0f}"
+        if not e.get("replicates_are_seeds", True):
+            cost = "n/a (replicates are not seeds)"
+        elif e["job_seconds"] != e["job_seconds"]:
+            cost = "n/a (no benchmarks)"
+        else:
+            cost = f"{e['job_seconds']:,.0f}"
         lines.append(f"| {e['paper']} | {e['id'] or e['claim'][:50]} | {e['n']} | {e['n_to_decide']} | "
                      f"{e['add_seeds']} | {cost} |")
     lines += ["", "Per paper, the seeds its largest n_to_decide needs (rows of a paper share seeds):", "",
               "| paper | rows | seeds to add | job-seconds | within reach (<= 10 seeds) |", "|---|---|---|---|---|"]
     for paper in dict.fromkeys(e["paper"] for e in entries):
         mine = [e for e in entries if e["paper"] == paper]
-        worst = max(mine, key=lambda e: e["add_seeds"])
+        worst = max((e for e in mine if e.get("replicates_are_seeds", True)), key=lambda e: e["add_seeds"],
+                    default=None)
+        if worst is None:
+            lines.append(f"| {paper} | {len(mine)} | n/a (replicates are not seeds) | n/a | - |")
+            continue
         reach = [e for e in mine if e["n_to_decide"] <= 10]
         cost = "n/a" if worst["job_seconds"] != worst["job_seconds"] else f"{worst['job_seconds']:,.0f}"
         lines.append(f"| {paper} | {len(mine)} | {worst['add_seeds']} | {cost} | {len(reach)} of {len(mine)} |")
