@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neurips26.core import claims, reference, report
+from neurips26.core import claims, reference, report, tuning
 from neurips26.core.io import read_csv, read_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +23,23 @@ def test_reference_covers_every_enabled_paper_with_valid_rows():
         assert r["criterion"], r
     meta = read_json(ROOT / "reference" / "run.json")
     assert meta["rows"] == len(rows) and meta["commit"]
+
+
+def test_reference_tuning_covers_every_paper_and_no_choice_sits_on_an_unrecorded_edge():
+    """Every enabled paper records its knobs; a tuned knob whose chosen value is an end of the grid
+    it tried is recorded `capped` (or its grid is one point, `fixed`)."""
+    rows = tuning.read_csv([ROOT / "reference" / "tuning.csv"])
+    enabled = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["papers"]
+    assert sorted({r["paper"] for r in rows}) == sorted(enabled)
+    for r in rows:
+        assert r["status"] in tuning.STATUSES, r
+        if r["status"] == "tuned":
+            grid = [float(x) for x in r["grid"].split(";")]
+            assert len(grid) > 1 and float(r["chosen"]) not in (min(grid), max(grid)), (r["paper"], r["method"], r["knob"])
+        if r["status"] == "capped":
+            assert r["edge"] in ("low", "high") and r["note"], r
+        if r["status"] == "fixed":
+            assert r["note"], (r["paper"], r["method"], r["knob"])
 
 
 def _first_number(text):
@@ -75,6 +92,11 @@ def test_partial_update_replaces_only_the_named_papers(tmp_path, monkeypatch):
     io.write_json(ref / "run.json", {"commit": "old", "config_hash": "h0", "papers": ["a", "b", "c"]})
     results = tmp_path / "results"
     results.mkdir()
+    old_knob, new_knob = tuning.fixed("m", "lr", 0.1, "old"), tuning.fixed("m", "lr", 0.2, "new")
+    tuning.write_csv(ref / "tuning.csv", "a", [old_knob])
+    with open(ref / "tuning.csv", "a") as f:
+        f.write("b,,m,lr,fixed,0.1,,0.1,,,,,0,,,old\n")
+    tuning.write_csv(results / "tuning.csv", "b", [new_knob])
     # a run of b alone, and a new paper d
     io.write_csv(results / "summary.csv", [_row("b", "b1", "yes"), _row("b", "b2", "no"), _row("d", "d1", "no")],
                  claims.COLUMNS)
@@ -82,6 +104,7 @@ def test_partial_update_replaces_only_the_named_papers(tmp_path, monkeypatch):
     rows = read_csv(ref / "summary.csv")
     assert [(r["paper"], r["claim"], r["reproduced"]) for r in rows] == [
         ("a", "a1", "yes"), ("b", "b1", "yes"), ("b", "b2", "no"), ("c", "c1", "yes"), ("d", "d1", "no")]
+    assert [(r["paper"], r["note"]) for r in tuning.read_csv([ref / "tuning.csv"])] == [("a", "old"), ("b", "new")]
     meta = read_json(ref / "run.json")
     assert meta["paper_runs"]["a"]["commit"] == "old" and meta["paper_runs"]["b"]["commit"] == "new"
     assert meta["paper_runs"]["d"]["commit"] == "new" and meta["rows"] == 5

@@ -16,6 +16,7 @@ import yaml
 
 from neurips26.core.cost import parse_dry_run
 from neurips26.core.cost import stand_in_paths
+from neurips26.core import tuning
 from neurips26.core.io import read_csv
 
 import smoke_runs
@@ -92,8 +93,11 @@ def test_smoke_dag_outputs(smoke):
         assert (results / paper / "claims.csv").exists()
         assert list((results / paper / "figures").glob("*.png")), paper
         assert (results / paper / "figures" / "claims.png").stat().st_size > 5_000, paper
+        assert (results / paper / "figures" / "tuning.png").stat().st_size > 5_000, paper
+        assert tuning.read_csv([results / paper / "tuning.csv"]), paper  # every paper records its knobs
         assert f"| {paper} |" in summary
     assert (results / "summary.png").exists() and "![Verdicts per paper](summary.png)" in summary
+    assert "knobs tuned on validation data" in summary and (results / "tuning.csv").exists()
     assert len(summary.encode()) < 30_000
     assert "Scale: smoke." in summary
     assert (results / "compare.md").exists()
@@ -158,6 +162,7 @@ def test_smoke_dag_rerun_has_nothing_to_do_and_report_renders(smoke):
     assert (wf / "results" / "report.html").stat().st_size > 10_000
     html = (wf / "results" / "report.html").read_text()
     assert '"0 Summary"' in html and "results/summary.png" in html and "figures/claims.png" in html
+    assert "figures/tuning.png" in html
 
 
 @pytest.mark.workflow

@@ -171,6 +171,12 @@ def _report(args) -> int:
     with tracking.job_run("summary", "report", {"claims": args.claims}, out,
                           job={"rule": "report"}, enabled=not args.no_tracking) as run:
         written = report.summarize([Path(p) for p in args.claims], out)
+        if args.tuning:
+            from .core import tuning
+
+            pictures, text = tuning.summarize([Path(p) for p in args.tuning], out)
+            written += pictures
+            report.add_paragraph(out / "summary.md", text)
         from .core.reference import machine as this_machine
 
         machine = this_machine()
@@ -298,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     p_report = sub.add_parser("report", help="summary table of every paper's claims")
     p_report.add_argument("--claims", nargs="+", required=True)
     p_report.add_argument("--out", required=True)
+    p_report.add_argument("--tuning", nargs="*", default=[],
+                          help="each paper's tuning.csv: also write tuning.csv and <paper>/figures/tuning.png")
     p_report.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p_report.add_argument("--reference", default="", help="folder with a reference summary.csv: also write compare.md")
     p_report.add_argument("--config-hash", default="", help="hash of this run's config, named in compare.md")

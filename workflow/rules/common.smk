@@ -23,6 +23,8 @@ config.update(_validated)
 RETRAIN = config.pop("retrain", False)
 PAPERS = config["papers"]
 THREADS = config["threads_per_job"]
+# the tuning protocol's settings, in every job's params (neurips26.core.tuning.settings)
+TUNING = config.get("tuning", {"extensions": 3})
 # Jobs (local or submitted, which inherit the environment) read this when they finish.
 os.environ[job_context.KEEP_ENV] = "1" if config["keep_checkpoints"] else "0"
 # What a variant or model name and a seed may be, for every rule's wildcards (the schema
@@ -124,7 +126,7 @@ def paper_params(paper, *sections, wildcards_in=(), **extra):
         raise WorkflowError(f"config key '{paper}.{missing[0]}' is missing")
 
     def params(wildcards):
-        out = {"paper": paper, "scale": config["scale"], **{s: block[s] for s in sections}, **extra}
+        out = {"paper": paper, "scale": config["scale"], "tuning": TUNING, **{s: block[s] for s in sections}, **extra}
         if "variant" in wildcards.keys():
             variants = block.get("variants", {})
             if wildcards.variant not in variants:
@@ -253,13 +255,15 @@ def grid(paper, pattern):
 
 def figure_outputs(paper, prefix, names):
     """The outputs every figures step writes: its figures (in the report, captioned by
-    workflow/report/<paper>_<name>.rst), summary.csv and claims.csv (`output: **figure_outputs(...)`)."""
+    workflow/report/<paper>_<name>.rst), summary.csv, claims.csv and tuning.csv (every knob of every
+    method and baseline as the tuning protocol chose or fixed it; `output: **figure_outputs(...)`)."""
     return {
         # a line may not start with `report` outside a rule (Snakemake reads it as the directive)
         "figures": [report(f"{prefix}/figures/{n}.png", caption=f"../report/{paper}_{n}.rst", category=paper,
                            subcategory="Figures") for n in names],
         "summary": f"{prefix}/summary.csv",
         "claims": f"{prefix}/claims.csv",
+        "tuning": f"{prefix}/tuning.csv",
     }
 
 

@@ -418,17 +418,20 @@ class Sheet:
                    method_items: Sequence[Sequence[float]] | None = None,
                    baseline_items: Sequence[Sequence[float]] | None = None,
                    method: str | None = None, baseline: str | None = None, how: str = "",
-                   untested: str = "") -> None:
+                   untested: str = "", method_capped: str = "", baseline_capped: str = "") -> None:
         """Method and baseline, one value per replicate (paired: the same replicate order). With
         per-item scores (the same items both sides, per replicate) the interval is the wider of a
-        two-level paired bootstrap and the paired t."""
+        two-level paired bootstrap and the paired t. `method_capped` / `baseline_capped`: the
+        tuning protocol's note (core.tuning.capped_note) when a side's tuned knob stayed on a grid
+        edge the cap stopped; the row then cannot say `no` (method capped) or `yes` (baseline)."""
         e = self._entry(id, ("comparison",))
         m, b = _clean(method_values), _clean(baseline_values)
         sign = 1.0 if e["direction"] == "higher" else -1.0
         log = e.get("transform") == "log"
         rec = {"method": method or e["method"], "baseline": baseline or e.get("baseline", ""),
                "method_value": fmt(m, self.digits), "baseline_value": fmt(b, self.digits),
-               "n": f"{len(m)}/{len(b)}", "how": how, "reason": untested}
+               "n": f"{len(m)}/{len(b)}", "how": how, "reason": untested,
+               "method_capped": method_capped, "baseline_capped": baseline_capped}
         margin, margin_text = _margin(e, mean_std(b)[0])
         rec.update(margin=margin, margin_text=margin_text)
         if not untested and any(math.isinf(v) for v in m + b):
@@ -605,10 +608,15 @@ class Sheet:
                 p = rec["p"] if p_holm is None else p_holm
                 row["p_holm"] = num(p, d)
                 verdict = comparison_verdict(rec["lo"], rec["hi"], rec["effect"], rec["margin"], p)
+                capped = {"yes": rec.get("baseline_capped"), "no": rec.get("method_capped")}.get(verdict)
+                if capped:
+                    rule += (f"; would read {verdict}, but {capped}: the side tuned to a capped grid edge may be "
+                             "under-tuned, so the row is inconclusive")
+                    verdict = "inconclusive"
                 row["reproduced"] = verdict
                 if verdict == "no" and rec["hi"] < 0:
                     rule += "; reversed: the interval lies below 0"
-                if verdict == "inconclusive":
+                if verdict == "inconclusive" and not capped:
                     gap = rec["effect"] if rec["effect"] >= rec["margin"] else rec["margin"] - rec["effect"]
                     row["n_to_decide"] = replicates_to_decide(gap, rec["spread"], rec["paired"])
         elif kind == "target":

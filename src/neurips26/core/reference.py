@@ -110,6 +110,7 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
         run_hash = config_hash(load_config(workflow_dir, list(configfiles)))
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "summary.csv", rows, COLUMNS)
+    _reference_tuning(Path(results), out, papers)
     meta = {"commit": git["commit"], "dirty": git["dirty"],
             "configfiles": ["config/config.yaml", *configfiles],
             "config_hash": run_hash,
@@ -118,6 +119,22 @@ def make_reference(results: Path, out: Path, configfiles: Sequence[str] = (), wo
             "paper_runs": {p: origin[p] for p in sorted(origin) if p in {r["paper"] for r in rows}}}
     write_json(out / "run.json", meta)
     return [out / "summary.csv", out / "run.json"]
+
+
+def _reference_tuning(results: Path, out: Path, papers: Sequence[str] = ()) -> None:
+    """reference/tuning.csv from the run's tuning.csv (with `papers`: only their rows replaced)."""
+    from . import tuning
+
+    src = _summary_file(results).parent / "tuning.csv"
+    if not src.exists():
+        return
+    rows = tuning.read_csv([src])
+    if papers:
+        old = tuning.read_csv([out / "tuning.csv"]) if (out / "tuning.csv").exists() else []
+        order = {p: i for i, p in enumerate(dict.fromkeys([r["paper"] for r in old] + list(papers)))}
+        rows = sorted([r for r in old if r["paper"] not in papers] + [r for r in rows if r["paper"] in papers],
+                      key=lambda r: order[r["paper"]])
+    write_csv(out / "tuning.csv", rows, tuning.COLUMNS)
 
 
 def _run_config_hash(results: Path, workflow_dir: Path, configfiles: Sequence[str]) -> str:
@@ -173,9 +190,14 @@ def readme_path(paper: str) -> Path:
 
 
 def write_readmes(summary: Path, papers: Sequence[str] | None = None, check: bool = False) -> list[Path]:
-    """Replace the claims table of each paper's README with one generated from `summary`; with
-    `check`, write nothing and return the READMEs that differ."""
+    """Replace the claims table of each paper's README with one generated from `summary`, and its
+    tuning section with one from the tuning.csv beside it (when there is one); with `check`,
+    write nothing and return the READMEs that differ."""
+    from . import tuning
+
     rows = read_csv(_summary_file(summary))
+    tuning_file = _summary_file(summary).parent / "tuning.csv"
+    tuned = tuning.read_csv([tuning_file]) if tuning_file.exists() else []
     papers = papers or list(dict.fromkeys(r["paper"] for r in rows))
     changed = []
     for paper in papers:
@@ -185,6 +207,9 @@ def write_readmes(summary: Path, papers: Sequence[str] | None = None, check: boo
             raise ValueError(f"{summary}: no claims rows for paper '{paper}'")
         text = path.read_text()
         new = readme_with_table(text, mine, "reference/summary.csv", path)
+        knobs = [r for r in tuned if r["paper"] == paper]
+        if knobs:
+            new = tuning.readme_with_block(new, knobs, "reference/tuning.csv")
         if new != text:
             changed.append(path)
             if not check:

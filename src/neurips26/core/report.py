@@ -203,6 +203,13 @@ def summarize(claims_files: Sequence[Path], out: Path) -> list[Path]:
     return [csv_path, md_path, *pictures]
 
 
+def add_paragraph(md_path: Path, text: str) -> None:
+    """Insert `text` into summary.md after its counts table (before the legend)."""
+    lines = Path(md_path).read_text().split("\n")
+    at = lines.index(LEGEND.split("\n")[0]) if LEGEND.split("\n")[0] in lines else len(lines)
+    write_text(md_path, "\n".join(lines[:at] + [text, ""] + lines[at:]))
+
+
 def terminal_table(rows: Sequence[dict], source: str = "") -> str:
     """One paper's rows as aligned text for the terminal (`neurips26 show`): the claims, then the
     controls and the checks, with the compact columns of summary.md."""
