@@ -39,6 +39,7 @@ run: $(STAMP)
 	@echo "Figures:  results/<paper>/figures/*.png"
 	@echo "Report:   results/report.html"
 	@echo "Verdicts: results/summary.png, results/<paper>/figures/claims.png; $(VENV)/bin/neurips26 show <paper>"
+	@echo "Tuning:   results/<paper>/figures/tuning.png, results/tuning.csv"
 	@echo "MLflow:   make ui  (http://$(UI_HOST):$(UI_PORT), store sqlite:///$(UI_STORE))"
 	@echo "Compared with the reference run (reference/): results/compare.md"
 	@-$(VENV)/bin/neurips26 compare reference results | head -n 1
@@ -49,7 +50,7 @@ run: $(STAMP)
 # alone); the others keep theirs.
 reference: $(STAMP)
 	$(VENV)/bin/neurips26 reference --results results --out reference $(if $(PAPERS),--papers $(PAPERS))
-	$(VENV)/bin/neurips26 readme --summary reference/summary.csv
+	$(VENV)/bin/neurips26 readme --summary reference/summary.csv  # and each README's tuning table from reference/tuning.csv
 	$(VENV)/bin/python -c "from neurips26.core import claims_plot, report; claims_plot.summary_figure(report.read_claims(['reference/summary.csv']), 'docs/summary.png')"
 
 test: $(STAMP)
