@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from neurips26.core import io
+from neurips26.core import io, tuning
 from neurips26.papers.abmf import check_config, method, steps
 
 
@@ -144,8 +144,16 @@ def test_steps_end_to_end_are_deterministic(tmp_path):
         assert (tmp_path / "again" / name / "metrics.json").read_bytes() == first
         assert b"seconds_to_tol" not in first
     steps.figures({"run_variants": list(variants), "scale": "smoke", "gamma_ratios": ratios,
-                   "symmetric_tol": 1e-4, "objective_tol": 1e-6, "cost_ratio": 1.5},
+                   "symmetric_tol": 1e-4, "objective_tol": 1e-6, "cost_ratio": 1.5, "solver": solver},
                   {"evals": tmp_path / "eval"}, tmp_path)
+    # tuning.csv: every knob of aBMF and sBMF, all fixed (nothing is tuned), each with its reason
+    table = tuning.read_csv([tmp_path / "tuning.csv"])
+    knobs = {(r["method"], r["knob"]): r for r in table}
+    assert {r["status"] for r in table} == {"fixed"} and all(r["note"] for r in table)
+    assert knobs[("aBMF", "gamma / gamma* (cost rows)")]["chosen"] == "1.5"
+    assert knobs[("aBMF", "max_iters")]["chosen"] == "400"
+    assert knobs[("sBMF (L-BFGS)", "maxcor")]["chosen"] == str(method.SBMF_MAXCOR)
+    assert knobs[("aBMF", "init_scale")]["chosen"] == knobs[("sBMF (L-BFGS)", "init_scale")]["chosen"] == "0.5"
     rows = io.read_csv(tmp_path / "claims.csv")
     # every declared row is present: the left-out problem (matrix_sensing) reads untested
     assert len(rows) == 24 and {r["kind"] for r in rows} == {"check", "target", "comparison"}

@@ -313,3 +313,48 @@ def test_fit_neural_improves_likelihood():
     root = M.flat("clayton", 2)
     ll0 = float(M.log_density(root, {id(root): gen0}, u, check=False).mean())
     assert math.isfinite(ll) and ll > ll0 and abs(sum(params["weights"]) - 1) < 1e-9
+
+
+def test_figures_write_every_fixed_knob_and_the_cross_fitted_family_to_tuning_csv(tmp_path):
+    """speed, simulate, stocks, survival and figures end to end on tiny inputs: tuning.csv lists every
+    fit's L-BFGS budget as configured (nothing is tuned) and, per survival part, the family chosen
+    on the other parts."""
+    from neurips26.core import io, tuning
+    from neurips26.papers.acopula import steps
+
+    rng = np.random.default_rng(0)
+    prices = np.exp(np.cumsum(0.01 * rng.standard_normal((41, 4)), axis=0)) * 10
+    (tmp_path / "prices.csv").write_text("date,AAA,BBB,CCC,DDD\n" + "".join(
+        f"d{i}," + ",".join(f"{p:.4f}" for p in row) + "\n" for i, row in enumerate(prices)))
+    (tmp_path / "sectors.csv").write_text("ticker,sector\nAAA,tech\nBBB,tech\nCCC,energy\nDDD,energy\n")
+    speed = {"seed": 0, "theta0": 1.0, "sector_size": 3, "naive_dims": [4], "nacll_dims": [4, 6],
+             "nacll_r_dims": [4, 6], "ours_dims": [4, 6], "rows_small": 4, "rows_nacll_r": 2, "rows_large": 2,
+             "rows_naive": 2, "repeats": 2, "speedup_dim": 6, "scaling_dims": [4, 6, 8], "scaling_rows": 2,
+             "slope_range": [4, 8], "precision_dim": 6, "precision_rows": 1, "precision_digits": 30,
+             "grad_dims": [4], "grad_rows": 2}
+    sim = {"family": "clayton", "root_theta": 0.8, "group_sizes": [2, 2], "group_thetas": [2.0, 3.0], "n": 30,
+           "censor_rate": 0.3, "max_iter": 2}
+    stk = {"source": "csv", "prices_path": str(tmp_path / "prices.csv"), "sectors_path": str(tmp_path / "sectors.csv"),
+           "families": ["clayton"], "max_iter": 3, "parts": 2}
+    times = rng.exponential(5.0, size=(16, 2)) + 0.1
+    (tmp_path / "surv.csv").write_text("a_time,a_event,b_time,b_event\n" + "".join(
+        f"{a:.3f},{int(i % 4 != 0)},{b:.3f},{int(i % 3 != 0)}\n" for i, (a, b) in enumerate(times)))
+    srv = {"source": "csv", "recur_gaps": 3, "survival_path": str(tmp_path / "surv.csv"),
+           "families": ["clayton", "gumbel", "frank"], "neural_components": 0, "max_iter": 4, "parts": 2,
+           "split_seed": 0}
+    steps.speed({"speed": speed}, {}, tmp_path / "speed")
+    steps.stocks({"stocks": stk}, {}, tmp_path / "stocks")
+    steps.survival({"survival": srv}, {}, tmp_path / "survival")
+    steps.simulate({"simulate": sim, "seed": 0}, {}, tmp_path / "simulate" / "seed0")
+    steps.figures({"scale": "smoke", "seeds": [0], "speed": speed, "simulate": sim, "stocks": stk, "survival": srv},
+                  {k: tmp_path / k for k in ("speed", "simulate", "stocks", "survival")}, tmp_path)
+    assert io.read_csv(tmp_path / "claims.csv")
+    table = tuning.read_csv([tmp_path / "tuning.csv"])
+    assert {r["status"] for r in table} == {"fixed", "choice"} and all(r["note"] for r in table)
+    budget = {(r["setting"], r["method"]): r["chosen"] for r in table if r["knob"] == "max_iter"}
+    assert budget[("simulate", "nested, censored MLE (ours)")] == budget[("simulate", "flat, censored MLE")] == "2"
+    assert budget[("stocks", "nested (sector) copula")] == budget[("stocks", "flat copula")] == "3"
+    assert budget[("survival", "every family, censored MLE")] == "4"
+    choices = [r for r in table if r["status"] == "choice"]
+    assert [r["setting"] for r in choices] == ["survival part 0", "survival part 1"]
+    assert all(r["chosen"] in ("gumbel", "frank") and "clayton" not in r["grid"] for r in choices)

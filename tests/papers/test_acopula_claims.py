@@ -143,3 +143,21 @@ def test_neural_check():
 def test_a_scale_that_cannot_reach_the_claims_leaves_them_untested():
     rows = rows_of(summary(), scale="test")
     assert rows["tau_censoring"]["reproduced"] == "untested" and "cannot reach" in rows["tau_censoring"]["criterion"]
+
+
+def test_the_family_compared_on_a_part_is_the_one_chosen_on_the_other_parts():
+    """Each part's family is chosen on the other parts before the part's own AIC is read: a
+    family that wins on the scored part alone (gumbel on part 0) is not the one compared there."""
+    from neurips26.papers.acopula.claims import family_choices
+
+    s = summary()
+    s["survival"]["parts"][0]["gumbel"] = 0.0  # best on part 0 itself, worse than frank on parts 1 and 2
+    choices = family_choices(s["survival"])
+    assert [family for family, _ in choices] == ["frank", "gumbel", "gumbel"]
+    assert choices[0][1]["frank"] < choices[0][1]["gumbel"] and "clayton" not in choices[0][1]
+    row = rows_of(s)["survival_family"]
+    assert "(frank/gumbel/gumbel)" in row["method"]
+    # part 0 is scored with frank's AIC there (35.0), not with gumbel's 0.0
+    parts = s["survival"]["parts"]
+    expected = [parts[0]["frank"], parts[1]["gumbel"], parts[2]["gumbel"]]
+    assert row["method_value"].startswith(f"{sum(expected) / 3:.3g}")

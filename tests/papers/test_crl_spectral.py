@@ -204,3 +204,34 @@ def test_perturbations_of_the_optimum_give_quadratic_excess_risk():
     risk = np.array([p["excess_risk_xy"] for p in points])
     assert np.polyfit(np.log(t), np.log(risk), 1)[0] == pytest.approx(2.0, abs=0.02)
     assert all(p["retrieval_excess"] >= -1e-12 for p in points)  # PMI is the Bayes ranking
+
+
+def test_figures_write_every_fixed_knob_to_tuning_csv(tmp_path):
+    """train, evaluate and figures end to end on a tiny joint: tuning.csv lists the knobs of both
+    table losses, the truncated SVD and the neural encoders, all fixed, each with its reason."""
+    from neurips26.core import io, tuning
+    from neurips26.papers.crl_spectral import steps
+    from neurips26.papers.crl_spectral.method import LBFGS_HISTORY
+
+    discrete = {"states": 8, "kernels": [{"kind": "block", "bandwidth": 4}, {"kind": "gaussian", "bandwidth": 2.0}],
+                "noise": 0.1, "marginal_spread": 0.3, "data_seed": 7, "dims": [1, 2, 4], "iterations": 8,
+                "candidates": 4, "init_scale": 0.1, "spectral_floor": 0.01,
+                "perturbations": {"directions": 1, "smallest": 0.01, "largest": 1.0, "steps": 4}}
+    continuous = {"dim": 1, "rho": 0.8, "train_pairs": 128, "eval_points": 40, "widths": [4], "dims": [1],
+                  "depth": 1, "steps": 2, "batch_size": 64, "lr": 0.003, "spectral_baseline": True, "candidates": 4,
+                  "data_seed": 11, "spectral_floor": 0.01}
+    calibration = {"max_excess_risk": 0.5, "slow_rate_exponent": 0.5, "min_tail": 0.01}
+    steps.train({"seed": 0, "discrete": discrete, "continuous": continuous}, {}, tmp_path / "train" / "seed0")
+    steps.evaluate({"seeds": [0], "calibration": calibration}, {"train": tmp_path / "train"}, tmp_path / "eval")
+    steps.figures({"scale": "smoke", "discrete": discrete, "continuous": continuous, "calibration": calibration},
+                  {"metrics": tmp_path / "eval" / "metrics.json"}, tmp_path)
+    assert io.read_csv(tmp_path / "claims.csv")
+    table = tuning.read_csv([tmp_path / "tuning.csv"])
+    assert {r["status"] for r in table} == {"fixed"} and all(r["note"] for r in table)
+    knobs = {(r["method"], r["knob"]): r["chosen"] for r in table}
+    for name in ("InfoNCE tables", "spectral contrastive tables"):
+        assert knobs[(name, "iterations")] == "8" and knobs[(name, "history_size")] == str(LBFGS_HISTORY)
+        assert knobs[(name, "step size")] == "line search"
+    # one Adam lr for every encoder, the InfoNCE ones and the spectral network alike
+    assert knobs[("neural InfoNCE (every width and D)", "lr")] == knobs[("neural spectral contrastive", "lr")] == "0.003"
+    assert knobs[("neural InfoNCE (every width and D)", "temperature")] == "none"

@@ -246,3 +246,37 @@ def test_union_threshold_is_larger_and_still_correct():
     assert np.mean([r["samples"] for r in union]) > np.mean([r["samples"] for r in practical])
     with pytest.raises(ValueError, match="stopping.beta"):
         method.beta(10, 0.1, "nonsense")
+
+
+def test_figures_write_every_rules_fixed_knobs_to_tuning_csv(tmp_path):
+    """simulate, timing and figures end to end on a tiny tree: tuning.csv lists every rule's knobs
+    as the simulate jobs ran them, all fixed (nothing is tuned), each with its reason."""
+    from neurips26.core import io, tuning
+    from neurips26.papers.threshold_mcts import steps
+
+    settings = {"family": "gaussian", "branching": 2, "depth": 2, "theta": 0.0, "mean_range": [-1.0, 1.0],
+                "t_star_range": [1, 1000]}
+    rules = ["ratio", "ratio_global", "dtracking", "uniform", "lucb", "lucb_matched"]
+    stopping = {"beta": "practical", "max_samples": 5000}
+    steps.simulate({"variant": "gaussian", "variant_settings": settings, "seeds": [0], "deltas": [0.1], "runs": 2,
+                    "algorithms": rules, "stopping": stopping, "lp_check_trees": 1,
+                    "asymptotics": {"deltas": [0.1, 0.01, 0.001], "runs": [2, 2, 2], "union_runs": 0,
+                                    "slope_max_delta": 0.1}}, {}, tmp_path / "sims" / "gaussian")
+    steps.timing({"timing": {"algorithms": ["ratio", "ratio_scan", "dtracking"], "wide": [4, 8, 16],
+                             "deep": {"branching": 2, "depths": [1, 2, 3]}, "rounds": 8, "linear_rounds": 4,
+                             "blocks": 2, "repeats": 2, "check_rounds": 3, "seed": 0}}, {}, tmp_path / "timing")
+    steps.figures({"run_variants": ["gaussian"], "scale": "smoke"},
+                  {"sims": tmp_path / "sims", "timing": tmp_path / "timing"}, tmp_path)
+    assert io.read_csv(tmp_path / "claims.csv")
+    table = tuning.read_csv([tmp_path / "tuning.csv"])
+    assert {r["status"] for r in table} == {"fixed"} and all(r["note"] for r in table)
+    knobs = {(r["method"], r["knob"]): r["chosen"] for r in table}
+    names = steps.NAMES
+    assert {r["method"] for r in table} == {names[r] for r in rules}
+    assert all(knobs[(names[r], "max_samples")] == "5000" for r in rules)
+    for r in ("ratio", "ratio_global", "dtracking", "uniform"):
+        assert knobs[(names[r], "stopping threshold beta(t, delta)")].startswith("practical")
+    assert knobs[(names["lucb"], "exploration level b(n)")] == "log(K (1 + log n) / delta)"
+    assert knobs[(names["lucb_matched"], "exploration level b(n)")] == "log((1 + log n) / delta)"
+    assert "sqrt(N_n)" in knobs[(names["ratio"], "forced exploration")]
+    assert "sqrt(t)" in knobs[(names["dtracking"], "forced exploration")]

@@ -31,7 +31,7 @@ use rule neurips26_step as abmf_figures with:
     params:
         threads=1,
         step="abmf figures",
-        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", "cost_ratio",
+        args=paper_params("abmf", "gamma_ratios", "symmetric_tol", "objective_tol", "cost_ratio", "solver",
                           run_variants=config["abmf"]["run_variants"]),
         code=code_stamp("abmf"),
         out=folder_of("output", "claims"),

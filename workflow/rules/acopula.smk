@@ -91,7 +91,7 @@ use rule neurips26_step as acopula_figures with:
     params:
         threads=1,
         step="acopula figures",
-        args=paper_params("acopula", "speed", seeds=config["acopula"]["seeds"]),
+        args=paper_params("acopula", "speed", "simulate", "stocks", "survival", seeds=config["acopula"]["seeds"]),
         code=code_stamp("acopula"),
         out=folder_of("output", "claims"),
         inputs=cli_inputs(

@@ -55,7 +55,7 @@ use rule neurips26_step as crl_spectral_figures with:
     params:
         threads=1,
         step="crl_spectral figures",
-        args=paper_params("crl_spectral", "discrete", "calibration"),
+        args=paper_params("crl_spectral", "discrete", "continuous", "calibration"),
         code=code_stamp("crl_spectral"),
         out=folder_of("output", "claims"),
         inputs=cli_inputs(metrics=files_of("metrics")),

@@ -199,7 +199,12 @@ def solve_abmf(problem: QuadraticPSDProblem, X0: np.ndarray, Y0: np.ndarray, gam
     return FactorResult(X, Y, it, trace)
 
 
-def solve_sbmf(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = 5000, tol: float = 1e-12) -> np.ndarray:
+# sBMF's L-BFGS settings (scipy L-BFGS-B; its step is found by a Wolfe line search, so it has no step size)
+SBMF_MAX_ITERS, SBMF_FTOL, SBMF_GTOL, SBMF_MAXCOR = 5000, 1e-12, 1e-10, 30
+
+
+def solve_sbmf(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = SBMF_MAX_ITERS,
+               tol: float = SBMF_FTOL) -> np.ndarray:
     """min_X h(X X^T) by L-BFGS with the exact gradient 2 grad h(X X^T) X."""
     n, r = X0.shape
 
@@ -209,7 +214,7 @@ def solve_sbmf(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = 50
         return problem.value(W), (2.0 * problem.gradient(W) @ X).reshape(-1)
 
     res = scipy.optimize.minimize(fun, X0.reshape(-1), jac=True, method="L-BFGS-B",
-                                  options={"maxiter": max_iters, "ftol": tol, "gtol": 1e-10, "maxcor": 30})
+                                  options={"maxiter": max_iters, "ftol": tol, "gtol": SBMF_GTOL, "maxcor": SBMF_MAXCOR})
     return res.x.reshape(n, r)
 
 
@@ -360,7 +365,7 @@ def stationary_search(problem: QuadraticPSDProblem, gamma: float, X0: np.ndarray
 
 
 # ---------------------------------------------------------------- cost to a common accuracy
-def sbmf_trace(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = 5000, tol: float = 1e-12):
+def sbmf_trace(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = SBMF_MAX_ITERS, tol: float = SBMF_FTOL):
     """solve_sbmf with the objective and wall time after every L-BFGS iteration."""
     import time
 
@@ -379,7 +384,7 @@ def sbmf_trace(problem: QuadraticPSDProblem, X0: np.ndarray, max_iters: int = 50
         values.append(problem.value(X @ X.T))
 
     res = scipy.optimize.minimize(fun, X0.reshape(-1), jac=True, method="L-BFGS-B", callback=callback,
-                                  options={"maxiter": max_iters, "ftol": tol, "gtol": 1e-10, "maxcor": 30})
+                                  options={"maxiter": max_iters, "ftol": tol, "gtol": SBMF_GTOL, "maxcor": SBMF_MAXCOR})
     return res.x.reshape(n, r), values, times
 
 

@@ -97,16 +97,31 @@ def stock_rows(sheet: claims.Sheet, st: dict) -> None:
         raise ValueError(f"{P}: stock families without rows in claims.yaml: {', '.join(sorted(unknown))}")
 
 
+def family_choices(sv: dict) -> list[tuple[str, dict[str, float]]]:
+    """Per part of the subjects, the family chosen on the other parts (the smallest AIC summed over
+    them) among the families other than Clayton whose fit on all subjects is finite, with every
+    candidate's summed AIC: the part's own AIC is read only after the choice. [] when there is no
+    candidate."""
+    parts = sv["parts"]
+    # a family whose fit on all subjects fails (log-likelihood -inf, infinite AIC) is a failed fit, no candidate
+    others = [f for f in sv["families"] if f != "clayton" and math.isfinite(sv["full_aic"][f])]
+    if not others:
+        return []
+    out = []
+    for k in range(len(parts)):
+        scores = {f: sum(p[f] for j, p in enumerate(parts) if j != k) for f in others}
+        out.append((min(others, key=lambda f: scores[f]), scores))
+    return out
+
+
 def survival_rows(sheet: claims.Sheet, sv: dict) -> None:
     parts, families = sv["parts"], sv["families"]
-    # a family whose fit on all subjects fails (log-likelihood -inf, infinite AIC) is a failed fit, no candidate
     others = [f for f in families if f != "clayton" and math.isfinite(sv["full_aic"][f])]
     failed = [f for f in families if not math.isfinite(sv["full_aic"][f])]
     if "clayton" not in families or not others:
         sheet.untested("survival_family", "Clayton and another family that fits are needed")
     else:
-        chosen = [min(others, key=lambda f: sum(p[f] for j, p in enumerate(parts) if j != k))
-                  for k in range(len(parts))]
+        chosen = [family for family, _ in family_choices(sv)]
         sheet.comparison(
             "survival_family", [p[f] for p, f in zip(parts, chosen)], [p["clayton"] for p in parts],
             method=f"family chosen on the other parts, Clayton excluded ({'/'.join(chosen)})",

@@ -9,6 +9,7 @@ are Laplace transforms, so they are valid in any dimension and can be sampled by
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 
@@ -29,6 +30,16 @@ def _log(x):
 
 def _pow(x, a):
     return x.pow(a) if isinstance(x, LogSeries) else torch.pow(x, a)
+
+
+
+@functools.lru_cache(maxsize=4)
+def _gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights (an eigenvalue problem of size n: computed once per n)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    x.setflags(write=False)
+    w.setflags(write=False)
+    return x, w
 
 
 class UnsupportedOperation(ValueError):
@@ -123,7 +134,7 @@ class Generator(ABC):
     # --- dependence and frailty
     def tau(self) -> float:
         """Kendall's tau = 1 + 4 int_0^1 phi(u)/phi'(u) du, phi = psi^{-1} (numerical quadrature)."""
-        x, w = np.polynomial.legendre.leggauss(400)
+        x, w = _gauss_legendre(400)
         s = torch.as_tensor((x + 1) / 2, dtype=torch.float64)
         u = s ** 3 * (10 - 15 * s + 6 * s ** 2)  # smooth map clustering nodes at 0 and 1
         du = 30 * s ** 2 * (1 - s) ** 2

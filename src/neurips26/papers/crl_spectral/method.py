@@ -35,6 +35,8 @@ def spectral_population_loss(scores: torch.Tensor, joint: torch.Tensor, px: torc
 
 
 LOSSES = {"infonce": infonce_population_loss, "spectral": spectral_population_loss}
+# L-BFGS memory of the table fits (both losses); its step comes from a strong-Wolfe line search
+LBFGS_HISTORY = 20
 
 
 @dataclass
@@ -60,7 +62,7 @@ def fit_tables(joint: DiscreteJoint, dim: int, loss: str, iterations: int, seed:
     p = torch.from_numpy(joint.joint)
     px, py = torch.from_numpy(joint.px), torch.from_numpy(joint.py)
     objective = LOSSES[loss]
-    opt = torch.optim.LBFGS([f, h], lr=1.0, max_iter=1, history_size=20, line_search_fn="strong_wolfe",
+    opt = torch.optim.LBFGS([f, h], lr=1.0, max_iter=1, history_size=LBFGS_HISTORY, line_search_fn="strong_wolfe",
                             tolerance_grad=1e-10, tolerance_change=1e-14)
 
     def closure():

@@ -45,6 +45,8 @@ def spectral_contrastive(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 
 OBJECTIVES = {"infonce": clip_infonce, "spectral": spectral_contrastive}
+# the cosine schedule ends at this fraction of the learning rate
+LR_FLOOR = 0.05
 
 
 class ContrastivePair(L.LightningModule):
@@ -66,7 +68,7 @@ class ContrastivePair(L.LightningModule):
 
     def configure_optimizers(self):
         opt = torch.optim.Adam(self.parameters(), lr=self.lr)
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.trainer.max_steps, eta_min=self.lr * 0.05)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.trainer.max_steps, eta_min=self.lr * LR_FLOOR)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
     @torch.no_grad()
