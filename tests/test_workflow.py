@@ -225,8 +225,8 @@ def test_smoke_dag_jobs_rerun_from_scratch_to_identical_metrics(smoke, tmp_path)
 # the rules that run on GPUs at paper scale, and how many each asks for (config/paper.yaml)
 PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_size": 8, "nar_dit_evaluate": 1, "crl_spectral_train": 1, "angular_nets_train": 1,
                    "angular_nets_tune": 1, "apexphys_train": 1, "apexphys_tune": 1, "embed_merge_train": 1,
-                   "embed_merge_merge": 1, "bdc_merge_run": 1, "fedlora_align_train": 1, "fedaba_train": 1,
-                   "beta_tta_train": 1, "beta_tta_adapt": 1, "ar1_zo_mechanism": 1, "ar1_zo_tune": 1, "ar1_zo_train": 1,
+                   "embed_merge_merge": 1, "bdc_merge_run": 1, "fedlora_align_tune": 1, "fedlora_align_train": 1,
+                   "fedaba_tune": 1, "fedaba_train": 1, "beta_tta_train": 1, "beta_tta_tune": 1, "beta_tta_adapt": 1, "ar1_zo_mechanism": 1, "ar1_zo_tune": 1, "ar1_zo_train": 1,
                    "es_dynamics_lm": 1, "adapad_tune": 1, "adapad_train": 1,
                    "adaprelora_tune": 1, "adaprelora_train": 1}
 

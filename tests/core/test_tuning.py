@@ -135,3 +135,11 @@ def test_settings_read_the_config_block():
     assert tuning.settings({"tuning": {"extensions": 0}}) == {"extensions": 0}
     with pytest.raises(tuning.TuningError, match="tuning.extensions"):
         tuning.settings({"tuning": {"extensions": -1}})
+
+
+def test_log_grid_is_geometric_and_centred():
+    g = tuning.log_grid(0.01, 5, 2)
+    assert g == [0.001, 0.00316228, 0.01, 0.0316228, 0.1]
+    ratios = [b / a for a, b in zip(g, g[1:])]
+    assert all(abs(r - 10 ** 0.5) < 1e-5 for r in ratios)
+    assert tuning.log_grid(0.3, 1, 2) == [0.3]

@@ -95,6 +95,15 @@ def settings(params: Mapping | None) -> dict:
 
 # ---------------------------------------------------------------- grids
 
+def log_grid(centre: float, points: int, decades: float) -> list[float]:
+    """`points` values log-spaced over `decades` decades, centred (geometrically) on `centre`
+    (6 significant digits, so a grid reads the same in a config, a table and a file name)."""
+    n, span, centre = int(points), float(decades), float(centre)
+    if n == 1:
+        return [float(f"{centre:.6g}")]
+    return [float(f"{centre * 10 ** (span * (i / (n - 1) - 0.5)):.6g}") for i in range(n)]
+
+
 def _step(values: Sequence[float], scale: str) -> float:
     if len(values) < 2:
         raise TuningError("a grid needs at least two points to be extended")
@@ -205,6 +214,15 @@ def search(evaluate: Callable[..., float], grids: Mapping[str, Sequence[float]],
                               scores[best], metric, "higher" if maximize else "lower", side, ext, setting,
                               seed, split, "; ".join(x for x in (note, why) if x)))
     return chosen, records
+
+
+def chosen(tuned: Mapping, knob: str, names: Sequence[str]) -> dict[str, float]:
+    """The value of `knob` a tune step chose for each of `names` (its tune.json's `{knob: {name: value}}`);
+    a name it has no value for is an error naming it."""
+    missing = [n for n in names if n not in tuned.get(knob, {})]
+    if missing:
+        raise TuningError(f"the tune step's output has no {knob} for {', '.join(missing)}; rerun the tune step")
+    return {n: float(tuned[knob][n]) for n in names}
 
 
 def fixed(method: str, knob: str, value: Any, reason: str, setting: str = "") -> Record:

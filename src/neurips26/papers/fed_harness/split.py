@@ -44,3 +44,36 @@ def label_shares(labels, parts: list[np.ndarray], n_classes: int) -> np.ndarray:
         counts = np.bincount(labels[p], minlength=n_classes).astype(float)
         out[k] = counts / max(1.0, counts.sum())
     return out
+
+
+def holdout(parts, fraction: float, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
+    """A validation split (the tune steps): each client's examples split into the ones it trains
+    on and `fraction` of them held out (at least one of each when the client has two or more);
+    returns the training parts and the sorted indices of every held-out example."""
+    train_parts, held = [], []
+    for part in parts:
+        part = np.asarray(part)
+        k = int(round(fraction * len(part)))
+        k = min(max(k, 1 if len(part) > 1 else 0), len(part) - 1)
+        order = rng.permutation(len(part))
+        held.append(part[order[:k]])
+        train_parts.append(np.sort(part[order[k:]]))
+    return train_parts, np.sort(np.concatenate(held)) if held else np.zeros(0, dtype=np.int64)
+
+
+def subset(data, idx):
+    """The rows `idx` of a classification set (`tasks.Encoded`) or of a generative one (`LMSet`)."""
+    import torch
+
+    from neurips26.papers.fed_harness import generative, tasks
+
+    idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
+    if isinstance(data, generative.LMSet):
+        from neurips26.data.data_to_text import LMData
+
+        lm, rows = data.lm, idx.tolist()
+        part = LMData(lm.input_ids[idx], lm.labels[idx], lm.attention_mask[idx],
+                      [lm.prompts[i] for i in rows] if lm.prompts else [],
+                      [lm.targets[i] for i in rows] if lm.targets else [], tokenizer=lm.tokenizer)
+        return generative.LMSet(part, data.label[idx])
+    return tasks.Encoded(data.hidden[idx], data.mask[idx], data.labels[idx])
