@@ -155,3 +155,44 @@ def test_the_main_row_with_per_item_scores_uses_the_bootstrap(holds, verdict):
     m["source"] = _method(m["source"]["accuracy"][0], items=True)
     row = _rows(s)["improves_source"]
     assert row["reproduced"] == verdict and "bootstrap" in row["criterion"]
+
+
+def test_the_zoo_baseline_is_the_validation_choice_not_the_better_test_mean():
+    """The tuning protocol: the stronger ZOO optimiser at the largest budget is chosen on the tuning
+    seed's validation streams (steps.tune_methods) before any test number is read; the test means
+    favour the other optimiser, and the row still compares the validation choice."""
+    from pathlib import Path
+
+    import yaml
+
+    from neurips26.papers.beta_tta import steps
+
+    block = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "config.yaml").read_text())["beta_tta"]
+    params = {**block, "tuning": {"extensions": 3}}
+    validation = {"zoo_cma_251": 0.47, "zoo_spsa_251": 0.41}
+    *_, choice, _ = steps.tune_methods(params, lambda name, point: validation.get(name, 0.4), "vit_shapes", 100)
+    assert choice["zoo"] == "zoo_cma_251"
+    s = _summary(True)
+    m = s["vit_shapes"]["methods"]
+    m["zoo_spsa_251"], m["zoo_cma_251"] = _method(0.58, queries=251), _method(0.45, queries=251)  # test: spsa better
+    s["vit_shapes"]["tuning"] = {"records": [], "strongest": choice}
+    row = _rows(s)["comparable_to_zoo"]
+    assert row["baseline"] == "zoo_cma_251" and "validation" in row["criterion"]
+    assert float(row["effect"]) == pytest.approx(0.6 - 0.45, abs=1e-9)
+
+
+def test_a_capped_baseline_keeps_its_row_from_saying_yes():
+    """A baseline whose tuned knob stayed on a capped grid edge may be under-tuned: BETA's row
+    against it cannot say yes (and a capped method's row cannot say no)."""
+    from neurips26.core import tuning
+
+    s = _summary(True)
+    capped = tuning.Record("tent", "lr", "capped", [0.0005, 0.05], [0.4, 0.5], 0.05, 0.5, "accuracy", "higher",
+                           "high", 3, "vit_shapes", 100)
+    s["vit_shapes"]["tuning"] = {"records": [capped], "strongest": {}}
+    rows = _rows(s)
+    assert rows["beats_tent"]["reproduced"] == "inconclusive" and "capped" in rows["beats_tent"]["criterion"]
+    assert rows["beats_tpt"]["reproduced"] == "yes"
+    s = _summary(False)
+    s["vit_shapes"]["tuning"] = {"records": [tuning.Record(**{**capped.__dict__, "method": "beta"})], "strongest": {}}
+    assert _rows(s)["beats_tpt"]["reproduced"] == "inconclusive"

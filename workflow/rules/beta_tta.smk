@@ -1,7 +1,10 @@
 # beta_tta: BETA, black-box efficient test-time adaptation.
-# train (variant x seed: the API's source model and the client's steering model) -> adapt
-# (variant x seed: every method on every corruption x severity stream) -> figures
+# train (variant x seed: the API's source model and the client's steering model; also the tuning
+# seed's) -> tune (variant: every method's knobs on the tuning seed's validation streams) -> adapt
+# (variant x seed: every method on every corruption x severity stream, with the tuned knobs) -> figures
 BT = "results/beta_tta"
+BT_TUNE_SEED = config["beta_tta"]["tune"]["seed"]
+BT_SECTIONS = ("methods", "shift", "api", "beta", "beta_ablations", "tent", "tpt", "lame", "zoo", "tune")
 BT_FIGURES = ["accuracy_per_corruption", "accuracy_vs_queries", "ablation"]
 
 
@@ -28,20 +31,46 @@ use rule neurips26_step as beta_tta_train with:
         ),
 
 
+use rule neurips26_step as beta_tta_tune with:
+    input:
+        info=f"{BT}/train/{{variant}}/seed{BT_TUNE_SEED}/train.json",
+        source=f"{BT}/train/{{variant}}/seed{BT_TUNE_SEED}/source.safetensors",
+        steering=f"{BT}/train/{{variant}}/seed{BT_TUNE_SEED}/steering.safetensors",
+    output:
+        tune=f"{BT}/tune/{{variant}}/tune.json",
+    params:
+        step="beta_tta tune",
+        args=paper_params("beta_tta", *BT_SECTIONS),
+        code=code_stamp("beta_tta"),
+        out=folder_of("output", "tune"),
+        inputs=cli_inputs(train=folder_of("input", "info")),
+    log:
+        f"{BT}/logs/tune/{{variant}}.log",
+    benchmark:
+        f"{BT}/benchmarks/tune/{{variant}}.tsv"
+    resources:
+        **job_resources(
+            config["beta_tta"]["resources"]["adapt_mem_mb"],
+            config["beta_tta"]["resources"]["adapt_runtime_min"],
+            config["beta_tta"]["resources"]["adapt_gpus"],
+        ),
+
+
 use rule neurips26_step as beta_tta_adapt with:
     input:
         info=rules.beta_tta_train.output.info,
         source=rules.beta_tta_train.output.source,
         steering=rules.beta_tta_train.output.steering,
+        tune=rules.beta_tta_tune.output.tune,
     output:
         metrics=f"{BT}/adapt/{{variant}}/seed{{seed}}/metrics.json",
         timing=f"{BT}/adapt/{{variant}}/seed{{seed}}/timing.json",
     params:
         step="beta_tta adapt",
-        args=paper_params("beta_tta", "methods", "shift", "api", "beta", "beta_ablations", "tent", "tpt", "lame", "zoo"),
+        args=paper_params("beta_tta", *BT_SECTIONS),
         code=code_stamp("beta_tta"),
         out=folder_of("output", "metrics"),
-        inputs=cli_inputs(train=folder_of("input", "info")),
+        inputs=cli_inputs(train=folder_of("input", "info"), tune=folder_of("input", "tune")),
     log:
         f"{BT}/logs/adapt/{{variant}}_seed{{seed}}.log",
     benchmark:
@@ -58,6 +87,7 @@ use rule neurips26_step as beta_tta_figures with:
     input:
         metrics=grid("beta_tta", f"{BT}/adapt/{{variant}}/seed{{seed}}/metrics.json"),
         timing=grid("beta_tta", f"{BT}/adapt/{{variant}}/seed{{seed}}/timing.json"),
+        tune=expand(f"{BT}/tune/{{variant}}/tune.json", variant=config["beta_tta"]["run_variants"]),
     output:
         **figure_outputs("beta_tta", BT, BT_FIGURES),
     params:
@@ -72,7 +102,7 @@ use rule neurips26_step as beta_tta_figures with:
         ),
         code=code_stamp("beta_tta"),
         out=folder_of("output", "claims"),
-        inputs=cli_inputs(adapt=folder_of("input", "metrics", up=3)),
+        inputs=cli_inputs(adapt=folder_of("input", "metrics", up=3), tune=folder_of("input", "tune", up=2)),
     log:
         f"{BT}/logs/figures.log",
     benchmark:

@@ -1,7 +1,7 @@
 """BETA: black-box efficient test-time adaptation (beta_tta)."""
 
 TITLE = "BETA: black-box efficient test-time adaptation"
-STEPS = ("train", "adapt", "figures")
+STEPS = ("train", "tune", "adapt", "figures")
 
 _BASE_METHODS = ("source", "lame", "tent", "tpt", "zoo", "beta")
 
@@ -27,6 +27,9 @@ def check_config(block: dict) -> list[str]:
     for c in block.get("shift", {}).get("corruptions", []):
         if c not in CORRUPTIONS:
             problems.append(f"shift.corruptions: unknown corruption '{c}'")
+    tune_seed = block.get("tune", {}).get("seed")
+    if tune_seed is not None and tune_seed in block.get("seeds", []):
+        problems.append(f"tune.seed: {tune_seed} is one of the test seeds; the tuning seed must be disjoint from them")
     for q in block.get("zoo", {}).get("budgets", []):
         if q < 1:
             problems.append(f"zoo.budgets: a budget must be at least 1 query per image, got {q}")

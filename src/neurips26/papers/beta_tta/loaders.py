@@ -89,18 +89,35 @@ def load_image(path, image_size: int) -> torch.Tensor:
     return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255)
 
 
+VALIDATION_SPLIT_SEED = 20260  # fixes which files are held out for tuning, the same for every seed
+
+
 def read_folder(folder, n: int, seed: int, image_size: int, shuffled: bool = False,
-                workers: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                workers: int | None = None, held_out: int = 0, split: str = "test") -> tuple[torch.Tensor, torch.Tensor]:
     """A seeded subset of n images of the class folders under `folder`: (x (n, 3, size, size) in
     [0, 1], y labels = index of the sorted wnid). The subset depends on the seed and the sorted
     file list only (the same files in every ImageNet-C cell); in file order, or with
-    `shuffled` in a seeded random order (the stream order, without a second copy)."""
+    `shuffled` in a seeded random order (the stream order, without a second copy). With
+    `held_out` > 0, that many files (a fixed draw) form the validation split the tuning stream
+    reads (`split="validation"`), and the test split is the rest: no test stream sees them."""
     folder = Path(folder)
     files, labels, _ = _files(folder)
-    if n > len(files):
-        raise ValueError(f"image folder {folder} holds {len(files)} images, fewer than the {n} asked for")
+    if split not in ("test", "validation"):
+        raise ValueError(f"unknown split '{split}'")
+    if held_out:
+        if held_out >= len(files):
+            raise ValueError(f"image folder {folder} holds {len(files)} images, not more than the {held_out} held out")
+        cut = torch.randperm(len(files), generator=torch.Generator().manual_seed(VALIDATION_SPLIT_SEED))
+        pool = cut[:held_out] if split == "validation" else cut[held_out:]
+    else:
+        if split == "validation":
+            raise ValueError("a validation split needs held_out > 0")
+        pool = torch.arange(len(files))
+    if n > len(pool):
+        where = f" in its {split} split" if held_out else ""
+        raise ValueError(f"image folder {folder} holds {len(pool)} images{where}, fewer than the {n} asked for")
     g = torch.Generator().manual_seed(int(seed))
-    pick = torch.randperm(len(files), generator=g)[:n]
+    pick = pool[torch.randperm(len(pool), generator=g)[:n]]
     if not shuffled:
         pick = pick.sort().values
     pick = pick.tolist()

@@ -134,14 +134,29 @@ def _api(source, a: dict) -> BlackBoxAPI:
     return BlackBoxAPI(source, a["latency_per_call_s"], a["latency_per_image_s"], a["price_per_1k_queries"])
 
 
-def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed: int, classes: int = CLASSES) -> dict:
-    """One method over the stream x (already in stream order), from a fresh start."""
+def method_config(params: dict, name: str, tuned: dict | None = None) -> dict:
+    """The config section a method runs with: its block of the config (BETA's ablations merged
+    into `beta`), with the knobs the tune step chose for it (`tuned[name]`) on top."""
+    if name == "beta" or name.startswith("beta_"):
+        base = beta_settings(params, name)
+    elif name.startswith("zoo_"):
+        base = dict(params["zoo"])
+    else:
+        base = dict(params.get(name, {}))
+    return {**base, **((tuned or {}).get(name, {}))}
+
+
+def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed: int, classes: int = CLASSES,
+               tuned: dict | None = None) -> dict:
+    """One method over the stream x (already in stream order), from a fresh start, with the knobs
+    `tuned` holds for it (the tune step's choice; the config's values otherwise)."""
     import torch
 
     from . import baselines
     from .method import Beta
 
     bs, a = params["shift"]["batch_size"], params["api"]
+    cfg = method_config(params, name, tuned)
     api = _api(source, a)
     preds, evaluations = [], 0
     start = time.process_time()  # CPU time of the client side: less sensitive to a loaded machine
@@ -149,25 +164,25 @@ def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed:
     if name == "lame":
         for i in range(0, len(x), bs):
             p = api.predict(x[i:i + bs])
-            w = baselines.knn_affinity(np.sqrt(p), params["lame"]["knn"])
-            preds.append(torch.as_tensor(baselines.lame(p, w, params["lame"]["iterations"]).argmax(1)))
+            w = baselines.knn_affinity(np.sqrt(p), int(cfg["knn"]))
+            preds.append(torch.as_tensor(baselines.lame(p, w, cfg["iterations"]).argmax(1)))
     elif name == "source":
         for i in range(0, len(x), bs):
             preds.append(torch.as_tensor(api.predict(x[i:i + bs]).argmax(1)))
     elif name == "tent":
-        m = baselines.Tent(source, params["tent"])
+        m = baselines.Tent(source, cfg)
         preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
         evaluations = m.evaluations
     elif name == "tpt":
-        m = baselines.Tpt(source, params["tpt"], seed)
+        m = baselines.Tpt(source, cfg, seed)
         preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
         evaluations = m.evaluations
     elif name.startswith("zoo_"):
         _, opt, budget = name.split("_")
-        m = baselines.Zoo(api, params["zoo"], opt, int(budget), x.shape[-1], seed)
+        m = baselines.Zoo(api, cfg, opt, int(budget), x.shape[-1], seed)
         preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
     elif name == "beta" or name.startswith("beta_"):
-        m = Beta(api, steering, beta_settings(params, name), classes, seed)
+        m = Beta(api, steering, cfg, classes, seed)
         preds = [m.step(x[i:i + bs]) for i in range(0, len(x), bs)]
         evaluations = m.evaluations
     else:
@@ -179,11 +194,12 @@ def run_method(name: str, params: dict, source, steering, x: torch.Tensor, seed:
             "whitebox_evaluations": evaluations, "client_seconds": elapsed, "n": n}
 
 
-def _cell(params: dict, names: list[str], source, steering, xc, yc, seed: int, classes: int, timing: dict) -> dict:
+def _cell(params: dict, names: list[str], source, steering, xc, yc, seed: int, classes: int, timing: dict,
+          tuned: dict | None = None) -> dict:
     """Every method on one stream (xc, yc already in stream order): the cell of metrics.json."""
     cell = {}
     for name in names:
-        r = run_method(name, params, source, steering, xc, seed, classes)
+        r = run_method(name, params, source, steering, xc, seed, classes, tuned)
         correct = (r["pred"] == yc).int().tolist()
         cell[name] = {"accuracy": io.significant(sum(correct) / len(correct), 6),
                       "correct": "".join(map(str, correct)),
@@ -202,44 +218,94 @@ def _progress(done: int, total: int, key: str, cell: dict, names: list[str]) -> 
     tracking.active().log_metrics({f"{m}/accuracy": cell[m]["accuracy"] for m in names}, step=done)
 
 
-def _write(out: Path, params: dict, names: list[str], src: Path, cells: dict, timing: dict) -> list[Path]:
+def _write(out: Path, params: dict, names: list[str], src: Path, cells: dict, timing: dict,
+           tuned: dict | None) -> list[Path]:
     info = io.read_json(src / "train.json")
     io.write_json(out / "metrics.json", {"variant": params["variant"], "seed": params["seed"], "methods": names,
-                                         "train": info, "cells": cells})
+                                         "train": info, "tuned": tuned, "cells": cells})
     io.write_json(out / "timing.json", {m: {"client_seconds_per_sample": float(np.mean(t))} for m, t in timing.items()})
     return [out / "metrics.json", out / "timing.json"]
 
 
-def adapt(params, inputs, out: Path):
+def _models(params: dict, src: Path, key: str):
+    """(source, steering, classes): the trained models of the vision kind, or the released ones."""
+    v = params["variant_settings"]
+    if v["kind"] not in RELEASED:
+        if v["kind"] != "vision":
+            raise ValueError(f"config key '{key}.kind': unknown kind '{v['kind']}'")
+        return _load(v, "source", src), _load(v, "steering", src), CLASSES
+    from . import loaders
+
+    cells_at = released_cells(params)
+    wnids = loaders.class_wnids(cells_at[0][1])
+    states = {name: io.load_tensors(src / f"{name}.safetensors") for name in ("source", "steering")}
+    source, steering = loaders.released_models(v, key, wnids=wnids, states=states, device=_device())
+    return source, steering, len(wnids)
+
+
+def streams(params: dict, seed: int, split: str = "test"):
+    """(cell name, x, y) of every stream of the config, in stream order, for a seed: the test
+    streams of a test seed or the validation streams of the tuning seed (`split`). The vision kind
+    corrupts a fresh draw of the seed (another seed: other images, noise and order); the released
+    kinds read their folders, the validation split being `data.validation_size` images of each
+    folder that no test stream draws (loaders.read_folder)."""
     import torch
 
-    from . import corruptions
-
-    v, seed = params["variant_settings"], params["seed"]
-    if v["kind"] in RELEASED:
-        return _adapt_released(params, inputs, out)
-    if v["kind"] != "vision":
-        raise ValueError(f"config key '{_key(params)}.kind': unknown kind '{v['kind']}'")
-    src = inputs["train"]
-    source, steering = _load(v, "source", src), _load(v, "steering", src)
+    v, key = params["variant_settings"], _key(params)
     s = _seeds(seed)
-    x_clean, y = _data(v["data"], v["data"]["test_size"], s["test"])
-    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(s["test"])) \
-        if params["shift"]["order"] == "shuffled" else torch.arange(len(y))
+    if v["kind"] not in RELEASED:
+        from . import corruptions
+
+        x_clean, y = _data(v["data"], v["data"]["test_size"], s["test"])
+        order = torch.randperm(len(y), generator=torch.Generator().manual_seed(s["test"])) \
+            if params["shift"]["order"] == "shuffled" else torch.arange(len(y))
+        for ci, corruption in enumerate(params["shift"]["corruptions"]):
+            for severity in params["shift"]["severities"]:
+                xc = torch.as_tensor(corruptions.corrupt(x_clean.numpy(), corruption, severity,
+                                                         s["test"] * 100 + ci * 10 + severity))[order]
+                yield f"{corruption}/{severity}", xc, y[order]
+        return
+    from . import loaders
+
+    d = v["data"]
+    cells_at = released_cells(params)
+    wnids = loaders.class_wnids(cells_at[0][1])
+    held_out = int(d.get("validation_size", 0))
+    if split == "validation" and held_out < 1:
+        raise ValueError(f"config key '{key}.data.validation_size': 0; the tuning stream needs images no test "
+                         "stream draws")
+    size = d["test_size"] if split == "test" else min(d["test_size"], held_out)
+    for cell_key, folder in cells_at:
+        if loaders.class_wnids(folder) != wnids:
+            raise ValueError(f"config key '{key}.data.data_dir': {folder} has other class folders than {cells_at[0][1]}")
+        try:
+            xc, yc = loaders.read_folder(folder, size, s["test"], d["image_size"],
+                                         params["shift"]["order"] == "shuffled", held_out=held_out, split=split)
+        except ValueError as exc:
+            raise ValueError(f"config key '{key}.data.test_size': {exc}") from exc
+        yield cell_key, xc, yc
+
+
+def _tuned(inputs: dict) -> dict | None:
+    """The knobs the tune step chose, per method (None without a tune input: the config's values)."""
+    folder = inputs.get("tune")
+    return io.read_json(Path(folder) / "tune.json")["chosen"] if folder else None
+
+
+def adapt(params, inputs, out: Path):
+    seed, key = params["seed"], _key(params)
+    src = inputs["train"]
+    tuned = _tuned(inputs)
+    source, steering, classes = _models(params, src, key)
     names = method_names(params)
     cells, timing = {}, {}
-    total = len(params["shift"]["corruptions"]) * len(params["shift"]["severities"])
-    done = 0
-    for ci, corruption in enumerate(params["shift"]["corruptions"]):
-        for severity in params["shift"]["severities"]:
-            key = f"{corruption}/{severity}"
-            xc = torch.as_tensor(corruptions.corrupt(x_clean.numpy(), corruption, severity,
-                                                     s["test"] * 100 + ci * 10 + severity))[order]
-            yc = y[order]
-            cells[key] = _cell(params, names, source, steering, xc, yc, seed, CLASSES, timing)
-            done += 1
-            _progress(done, total, key, cells[key], names)
-    return _write(out, params, names, src, cells, timing)
+    total = len(released_cells(params)) if params["variant_settings"]["kind"] in RELEASED else \
+        len(params["shift"]["corruptions"]) * len(params["shift"]["severities"])
+    for done, (cell_key, xc, yc) in enumerate(streams(params, seed, "test"), start=1):
+        cells[cell_key] = _cell(params, names, source, steering, xc, yc, seed, classes, timing, tuned)
+        del xc
+        _progress(done, total, cell_key, cells[cell_key], names)
+    return _write(out, params, names, src, cells, timing, tuned)
 
 
 def released_cells(params: dict) -> list[tuple[str, Path]]:
@@ -256,32 +322,127 @@ def released_cells(params: dict) -> list[tuple[str, Path]]:
     return [(root.name, root)]
 
 
-def _adapt_released(params, inputs, out: Path):
-    """The adapt step on the released models and image folders (no corruption applied here)."""
-    from . import loaders
+# ---------------------------------------------------------------- tune
+def _top_budget_zoo(params: dict) -> list[str]:
+    if "zoo" not in params["methods"]:
+        return []
+    top = max(params["zoo"]["budgets"])
+    return [f"zoo_{o}_{top}" for o in params["zoo"]["optimizers"]]
 
-    v, seed, key = params["variant_settings"], params["seed"], _key(params)
-    src = inputs["train"]
-    cells_at = released_cells(params)
-    wnids = loaders.class_wnids(cells_at[0][1])
-    states = {name: io.load_tensors(src / f"{name}.safetensors") for name in ("source", "steering")}
-    source, steering = loaders.released_models(v, key, wnids=wnids, states=states, device=_device())
-    del states
-    s, d = _seeds(seed), v["data"]
-    shuffled = params["shift"]["order"] == "shuffled"
+
+def knobs(params: dict, name: str) -> dict:
+    """The knobs the tune step tunes for a method: knob -> (grid, integer, bounds), from
+    `beta_tta.tune`. The learning rate of every gradient method (BETA and each ablation that adapts,
+    TENT, TPT) on the one `lr` grid; LAME's neighbour count; ZOO's gain (SPSA's a, CMA-ES's sigma0)
+    at each budget that buys at least one step. Empty: nothing to tune (source, the frozen
+    steering model, a ZOO budget with no step)."""
+    t = params["tune"]
+    if name in ("tent", "tpt") or ((name == "beta" or name.startswith("beta_"))
+                                   and beta_settings(params, name)["adapt_steering"]):
+        return {"lr": (t["lr"], False, (None, None))}
+    if name == "lame":
+        return {"knn": (t["knn"], True, (1, max(1, params["shift"]["batch_size"] - 1)))}
+    if name.startswith("zoo_"):
+        _, opt, budget = name.split("_")
+        z = params["zoo"]
+        if opt == "spsa" and (int(budget) - 1) // 2 >= 1:
+            return {"spsa_lr": (t["spsa_lr"], False, (None, None))}
+        if opt == "cma" and (int(budget) - 1) // z["cma_popsize"] >= 1:
+            return {"cma_sigma0": (t["cma_sigma0"], False, (None, None))}
+    return {}
+
+
+def _fixed_records(params: dict, setting: str) -> list:
+    """The knobs fixed for every method that has them, each with its reason."""
+    from neurips26.core import tuning
+
     names = method_names(params)
-    cells, timing = {}, {}
-    for done, (cell_key, folder) in enumerate(cells_at, start=1):
-        if loaders.class_wnids(folder) != wnids:
-            raise ValueError(f"config key '{key}.data.data_dir': {folder} has other class folders than {cells_at[0][1]}")
-        try:
-            xc, yc = loaders.read_folder(folder, d["test_size"], s["test"], d["image_size"], shuffled)
-        except ValueError as exc:
-            raise ValueError(f"config key '{key}.data.test_size': {exc}") from exc
-        cells[cell_key] = _cell(params, names, source, steering, xc, yc, seed, len(wnids), timing)
-        del xc
-        _progress(done, len(cells_at), cell_key, cells[cell_key], names)
-    return _write(out, params, names, src, cells, timing)
+    b, z = params["beta"], params["zoo"]
+    out = [tuning.fixed("every method", "batch_size", params["shift"]["batch_size"],
+                        "the stream's batch: one API request per batch, the same for every method (online protocol)",
+                        setting)]
+    steps = {"beta": ("steps_per_batch", b["steps_per_batch"]), "tent": ("steps_per_batch", params["tent"]["steps_per_batch"]),
+             "tpt": ("steps", params["tpt"]["steps"])}
+    for m, (knob, value) in steps.items():
+        if m in names:
+            out.append(tuning.fixed(m, knob, value, "one gradient step per batch (TPT: per image), as in TENT and TPT",
+                                    setting))
+    if "beta" in names:
+        for knob in ("api_weight", "entropy_margin", "consistency_weight", "views", "view_select"):
+            out.append(tuning.fixed("beta", knob, b[knob], "our reading of the paper's BETA (README); not swept",
+                                    setting))
+    if "tpt" in names:
+        out.append(tuning.fixed("tpt", "views", params["tpt"]["views"], "TPT's published setting (views, select)",
+                                setting))
+    for m in names:
+        if m.startswith("zoo_") and not knobs(params, m):
+            opt = m.split("_")[1]
+            out.append(tuning.fixed(m, "spsa_lr" if opt == "spsa" else "cma_sigma0",
+                                    z["spsa_lr"] if opt == "spsa" else z["cma_sigma0"],
+                                    "the budget buys no optimiser step: the source model's prediction", setting))
+    return out
+
+
+def tune_methods(params: dict, score, setting: str, seed: int) -> tuple[dict, list, dict, dict, dict]:
+    """The protocol over every method of the config: `score(name, point)` is a method's validation
+    accuracy with the knobs `point`. Returns (chosen knobs per method, tuning records, validation
+    accuracy per method, the strongest-baseline choices, seconds per method)."""
+    from neurips26.core import tuning
+
+    ext = tuning.settings(params)["extensions"]
+    chosen, records, validation, seconds = {}, _fixed_records(params, setting), {}, {}
+    for name in method_names(params):
+        t0 = time.perf_counter()
+        grids = knobs(params, name)
+        if not grids:
+            validation[name] = score(name, {})
+        else:
+            point, recs = tuning.search(
+                lambda **p: score(name, p), {k: g for k, (g, _, _) in grids.items()}, method=name, setting=setting,
+                metric="accuracy", extensions=ext, integer=[k for k, (_, i, _) in grids.items() if i],
+                bounds={k: b for k, (_, _, b) in grids.items()}, seed=seed, split="validation",
+                progress=lambda line: print(line, flush=True))
+            chosen[name] = point
+            records += recs
+            validation[name] = recs[0].score
+        seconds[name] = round(time.perf_counter() - t0, 2)
+        print(f"{name}: validation accuracy {validation[name]:.4f} ({seconds[name]:.1f} s)", flush=True)
+    choice = {}
+    top = [m for m in _top_budget_zoo(params) if m in validation]
+    if top:
+        controls = [c for c in ("source",) if c in validation]
+        choice["zoo"], rec = tuning.strongest({m: validation[m] for m in top + controls}, candidates=top,
+                                              controls=controls, setting=setting, metric="accuracy", seed=seed)
+        records.append(rec)
+    return chosen, records, validation, choice, seconds
+
+
+def tune(params, inputs, out: Path):
+    """Every method's knobs on the validation streams of the tuning seed (`beta_tta.tune.seed`: its
+    own models, images, corruption noise and order), one grid per knob, through core.tuning.search;
+    then the stronger ZOO optimiser at the largest budget, chosen on the same validation scores."""
+    start = time.perf_counter()
+    seed, key, v = params["tune"]["seed"], _key(params), params["variant"]
+    src = inputs["train"]
+    source, steering, classes = _models(params, src, key)
+    # the generated streams are small and kept; the released kinds' folders are read again per point
+    kept = None if params["variant_settings"]["kind"] in RELEASED else list(streams(params, seed, "validation"))
+    cells = lambda: kept if kept is not None else streams(params, seed, "validation")  # noqa: E731
+
+    def score(name: str, point: dict) -> float:
+        accs = []
+        for _, xc, yc in cells():
+            r = run_method(name, params, source, steering, xc, seed, classes, {name: point})
+            accs.append(float((r["pred"] == yc).float().mean()))
+        return float(np.mean(accs))
+
+    chosen, records, validation, choice, seconds = tune_methods(params, score, v, seed)
+    io.write_json(out / "tune.json", {"variant": v, "seed": seed, "cells": [k for k, _, _ in cells()],
+                                      "chosen": chosen, "strongest": choice,
+                                      "validation": {m: io.significant(s, 6) for m, s in validation.items()},
+                                      "records": [r.to_json() for r in records],
+                                      "seconds": seconds, "total_seconds": round(time.perf_counter() - start, 1)})
+    return [out / "tune.json"]
 
 
 # ---------------------------------------------------------------- figures
@@ -329,6 +490,16 @@ def figures(params, inputs, out: Path):
         runs[v] = [io.read_json(root / v / f"seed{s}" / "metrics.json") for s in params["seeds"]]
         timings[v] = [io.read_json(root / v / f"seed{s}" / "timing.json") for s in params["seeds"]]
     summary = summarise(runs, timings, params)
+    from neurips26.core import tuning
+
+    records = []
+    for v in params["run_variants"]:
+        t = io.read_json(Path(inputs["tune"]) / v / "tune.json") if inputs.get("tune") else None
+        recs = [tuning.Record.from_json(r) for r in t["records"]] if t else []
+        records += recs
+        summary[v]["tuning"] = {"records": recs, "strongest": t["strongest"] if t else {},
+                                "validation": t["validation"] if t else {}}
+    tuning.write_csv(out / "tuning.csv", "beta_tta", records)
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     import matplotlib.pyplot as plt
