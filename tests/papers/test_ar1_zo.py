@@ -189,11 +189,11 @@ def test_cells_and_check_config():
     assert ("ar1_zo", 64) in cells and ("naive_atom", 1) in cells and ("mezo_full", 8) in cells
     assert len(cells) == len(set(cells)) == 5 + 2 * 2
     bad = copy.deepcopy(block)
-    bad["grid"]["ar1_zo"]["lr"] = [0.1]
+    del bad["grid"]["centre"]["ar1_zo"]
     bad["methods"].append("sgd")
     bad["tune"]["seed"] = 0
     problems = ar1_zo.check_config(bad)
-    assert any("same size" in p for p in problems)
+    assert any(p.startswith("grid.centre.ar1_zo: missing") for p in problems)
     assert any("unknown method 'sgd'" in p for p in problems)
     assert any(p.startswith("tune.seed") for p in problems)
 
@@ -220,3 +220,55 @@ def test_causal_lm_path_adapts_every_layer_and_trains(tmp_path):
         r = runner.train(s, name, 4, 2.0, {"rank": 1, "nu": 2}, 1e-3, 1e-3, steps=2, batch_size=4,
                          noise_floor=0.0, run_seed=0, log_every=1)
         assert r["forwards"] == 4 and len(r["test_correct"]) == 16
+
+
+def test_every_method_gets_the_same_number_of_lr_points_over_the_same_span():
+    import math
+
+    import yaml
+
+    block = yaml.safe_load(open("config/config.yaml"))["ar1_zo"]
+    spans = set()
+    for m in block["methods"]:
+        grid = ar1_zo.lr_grid(block, m)
+        assert len(grid) == block["grid"]["points"]
+        steps = [math.log10(b / a) for a, b in zip(grid, grid[1:])]
+        assert max(steps) - min(steps) < 1e-4  # log-spaced
+        spans.add(round(math.log10(grid[-1] / grid[0]), 4))
+        assert math.sqrt(grid[0] * grid[-1]) == pytest.approx(block["grid"]["centre"][m], rel=1e-4)
+    assert spans == {block["grid"]["decades"]}
+
+
+def test_tuning_extends_the_lr_grid_while_the_best_rate_sits_on_an_edge():
+    """The tune step's search, its scoring run replaced: validation accuracy peaks at lr = 0.1, past
+    the top of naive_atom's grid (0.00316 ... 0.0316), and at 1e-6, past the bottom of AR1-ZO's with
+    one extension allowed (capped)."""
+    from neurips26.papers.ar1_zo import steps
+
+    block = {"methods": ["naive_atom", "ar1_zo"], "lora": {"rank": 8, "ranks": [8]}, "tuning": {"extensions": 3},
+             "grid": {"points": 3, "decades": 1.0, "eps": 0.001, "centre": {"naive_atom": 0.01, "ar1_zo": 0.000316228}}}
+    peak = {"naive_atom": 0.1, "ar1_zo": 1e-6}
+
+    def fake_run(setup, params, method, rank, lr, eps, seed, label):
+        import math
+
+        return {"val_accuracy": 0.9 - 0.1 * abs(math.log10(lr / peak[method])), "val_loss": 0.5, "diverged": False}
+
+    chosen, records = steps.tune_cells(None, block, 100, run=fake_run)
+    lr = {(r.method, r.knob): r for r in records}
+    naive, ar1 = lr[("naive_atom", "lr")], lr[("ar1_zo", "lr")]
+    assert chosen["naive_atom@r8"]["lr"] == pytest.approx(0.1) and naive.status == "tuned"
+    assert naive.extensions == 2 and len(naive.grid) == 5 and max(naive.grid) > 0.1
+    assert len(chosen["naive_atom@r8"]["trials"]) == 5
+    # the same cap for every method: AR1-ZO's best lies 2 decades below its grid, 3 steps of half a decade
+    # reach 3.16e-6, still the low edge -> capped, and the note reaches the claims
+    assert ar1.status == "capped" and ar1.edge == "low" and ar1.extensions == 3
+    assert chosen["ar1_zo@r8"]["capped"] and "ar1_zo" in chosen["ar1_zo@r8"]["capped"]
+    assert lr[("ar1_zo", "eps")].status == "fixed" and lr[("naive_atom", "eps")].chosen == 0.001
+    # a diverged run is never chosen
+    def diverging(setup, params, method, rank, lr, eps, seed, label):
+        r = fake_run(setup, params, method, rank, lr, eps, seed, label)
+        return {**r, "diverged": lr > 0.05, "val_loss": float("nan") if lr > 0.05 else 0.5}
+
+    chosen, _ = steps.tune_cells(None, block, 100, run=diverging)
+    assert chosen["naive_atom@r8"]["lr"] < 0.05

@@ -174,3 +174,36 @@ def test_the_summary_of_the_figures_step_feeds_the_rows():
     rows = _by_id(summary)
     assert rows["naive_signal_slope"]["reproduced"] == "yes" and rows["ar1_signal_flat"]["reproduced"] == "yes"
     assert rows["beats_lozo"]["reproduced"] == "untested"  # the cell was not run
+
+
+def test_a_capped_baseline_keeps_a_row_from_yes_and_a_capped_method_from_no():
+    """The tuning protocol: a baseline whose rate stayed on a capped grid edge may be under-tuned, so
+    beating it is not a `yes`; a capped method losing is not a `no`."""
+    s = _summary(True)
+    s["cells"]["lozo@r8"]["capped"] = "lozo's lr = 3e-06 on the low edge of its capped grid (r=8)"
+    rows = _by_id(s)
+    assert rows["beats_lozo"]["reproduced"] == "inconclusive" and "capped" in rows["beats_lozo"]["criterion"]
+    assert rows["beats_mezo_full"]["reproduced"] == "yes"
+    s = _summary(False)
+    s["cells"]["ar1_zo@r8"]["capped"] = "ar1_zo's lr = 1 on the high edge of its capped grid (r=8)"
+    rows = _by_id(s)
+    assert rows["beats_mezo_full"]["reproduced"] == "inconclusive"
+
+
+def test_capped_notes_reach_the_cells_from_the_tuning_records():
+    from neurips26.core import tuning
+    from neurips26.papers.ar1_zo import steps
+
+    mech = {"ranks": [1, 4, 16], "noise_floor": 1e-3, "seeds": {}}
+    for s in range(3):
+        mech["seeds"][str(s)] = {name: {str(r): {"signal": 1e-3, "fd_snr": 2.0, "sign_agreement": 0.8, "scaling": 1.0}
+                                        for r in (1, 4, 16)} for name in ("naive_atom", "ar1_zo")}
+    runs = [{"forwards_per_run": 300, "zero_shot": {"test_accuracy": 0.7, "test_correct": [1, 0]},
+             "runs": {f"{m}@r8": {"method": m, "rank": 8, "test_accuracy": 0.7, "val_accuracy": 0.7, "test_correct": [1, 0]}
+                      for m in ("ar1_zo", "lozo")}} for _ in range(3)]
+    records = [tuning.Record("lozo", "lr", "capped", [1e-5, 3e-5], [0.7, 0.6], 1e-5, 0.7, edge="low", setting="r=8"),
+               tuning.Record("lozo", "lr", "capped", [1e-5, 3e-5], [0.7, 0.6], 1e-5, 0.7, edge="low", setting="r=64"),
+               tuning.Record("ar1_zo", "lr", "tuned", [1e-5, 3e-5, 1e-4], [0.6, 0.7, 0.6], 3e-5, 0.7, setting="r=8")]
+    summary = steps.claims_summary(mech, runs, {"lora": {"rank": 8}}, records)
+    assert "lozo's lr" in summary["cells"]["lozo@r8"]["capped"] and "r=64" not in summary["cells"]["lozo@r8"]["capped"]
+    assert summary["cells"]["ar1_zo@r8"]["capped"] == ""

@@ -117,10 +117,52 @@ def test_regime_sequence_detection():
 
 
 def test_check_config_names_the_keys():
-    block = {"synthetic": {"dim": 10, "rank": 8, "off_dim": 5, "population": 16, "alpha_grid": {"zscore": [1.0]},
+    block = {"synthetic": {"dim": 10, "rank": 8, "off_dim": 5, "population": 16, "alpha_grid": {"centre": {"zscore": 1.0}},
                            "seeds": [0], "tune_seed": 0, "window": 20, "generations": 30},
              "lm": {"eval_every": 5, "generations": 2}}
     text = " ".join(check_config(block))
-    for key in ("synthetic.off_dim", "synthetic.population", "synthetic.alpha_grid.plain", "synthetic.tune_seed",
+    for key in ("synthetic.off_dim", "synthetic.population", "synthetic.alpha_grid.centre.plain", "synthetic.tune_seed",
                 "synthetic.window", "lm.eval_every"):
         assert key in text
+
+
+def test_every_shaping_gets_the_same_number_of_step_sizes_over_the_same_span():
+    import yaml
+
+    from neurips26.papers.es_dynamics import SHAPINGS, alpha_grid
+
+    s = yaml.safe_load(open("config/config.yaml"))["es_dynamics"]["synthetic"]
+    spans = set()
+    for shaping in SHAPINGS:
+        grid = alpha_grid(s, shaping)
+        assert len(grid) == s["alpha_grid"]["points"]
+        steps = [math.log10(b / a) for a, b in zip(grid, grid[1:])]
+        assert max(steps) - min(steps) < 1e-4
+        spans.add(round(math.log10(grid[-1] / grid[0]), 4))
+        assert math.sqrt(grid[0] * grid[-1]) == pytest.approx(s["alpha_grid"]["centre"][shaping], rel=1e-4)
+    assert spans == {s["alpha_grid"]["decades"]}
+
+
+def test_step_size_tuning_extends_the_grid_while_the_best_sits_on_an_edge():
+    """The synthetic job's search, its ES run replaced: the last-window reward of Z-score peaks at
+    alpha = 1e-3, below the low edge of its grid (0.0012 ... 0.12); plain's peaks far above its grid
+    (capped after 3 steps); centred ranks' at its centre (no extension)."""
+    from neurips26.papers.es_dynamics import steps
+
+    s = {"window": 2, "tune_seed": 100, "sigma": 0.07,
+         "alpha_grid": {"points": 5, "decades": 2.0, "centre": {"zscore": 0.012, "centered_ranks": 0.04, "plain": 0.316228}}}
+    peak = {"zscore": 1e-3, "centered_ranks": 0.04, "plain": 1e3}
+
+    def fake(shaping, alpha):
+        return [-1.0, -abs(math.log10(alpha / peak[shaping]))] * 3
+
+    tuned, trials, records = steps.tune_shapings(s, 3, run=fake)
+    rec = {(r.method, r.knob): r for r in records}
+    # the best (0.0012, nearest the peak) was the low edge; one step of half a decade makes it interior
+    assert tuned["zscore"] == pytest.approx(0.0012)
+    assert rec[("zscore", "alpha")].status == "tuned" and rec[("zscore", "alpha")].extensions == 1
+    assert len(trials["zscore"]) == 6 and min(rec[("zscore", "alpha")].grid) == pytest.approx(0.0012 / math.sqrt(10), rel=1e-4)
+    assert rec[("centered_ranks", "alpha")].extensions == 0 and tuned["centered_ranks"] == pytest.approx(0.04)
+    plain = rec[("plain", "alpha")]
+    assert plain.status == "capped" and plain.edge == "high" and plain.extensions == 3
+    assert rec[("plain", "sigma")].status == "fixed"

@@ -154,3 +154,32 @@ def test_the_summary_of_the_figures_step_feeds_the_rows():
     rows = _by_id(summary)
     assert rows["three_regimes"]["method_value"] == "2/3"
     assert rows["lm_learns"]["reproduced"] == "yes" and rows["sde_drift_lm"]["reproduced"] == "pass"
+
+
+def test_a_capped_shaping_keeps_the_row_from_deciding_against_it():
+    """The tuning protocol: a baseline shaping whose step size stayed on a capped grid edge may be
+    under-tuned, so beating it is not a `yes`; a capped Z-score losing is not a `no`."""
+    s = _summary(True)
+    s["synthetic"]["capped"] = {"zscore": "", "centered_ranks": "", "plain": "plain's alpha = 10 on the high edge of its capped grid"}
+    rows = _by_id(s)
+    assert rows["zscore_vs_plain"]["reproduced"] == "inconclusive" and "capped" in rows["zscore_vs_plain"]["criterion"]
+    assert rows["zscore_vs_centered_ranks"]["reproduced"] == "yes"
+    s = _summary(False)
+    s["synthetic"]["capped"] = {"zscore": "zscore's alpha = 1e-5 on the low edge of its capped grid"}
+    rows = _by_id(s)
+    assert rows["zscore_vs_centered_ranks"]["reproduced"] == "inconclusive"
+
+
+def test_tuning_records_give_the_capped_notes_and_the_fixed_knobs():
+    from neurips26.core import tuning
+    from neurips26.papers.es_dynamics import steps
+
+    recs = [tuning.Record("plain", "alpha", "capped", [1.0, 3.16], [-0.5, -0.4], 3.16, -0.4, edge="high").to_json(),
+            tuning.Record("zscore", "alpha", "tuned", [1e-3, 3e-3, 1e-2], [-0.5, -0.4, -0.5], 3e-3, -0.4).to_json()]
+    syn = {"settings": {"alpha": 0.012}, "tuning_records": recs}
+    runs = [{"alpha": 3e-4, "sigma": 0.01}]
+    records = steps.tuning_records(syn, runs)
+    assert {(r.method, r.knob, r.setting, r.status) for r in records} >= {("zscore", "alpha", "lm", "fixed"),
+                                                                          ("zscore", "sigma", "lm", "fixed")}
+    assert tuning.capped_note([r for r in records if r.setting == ""], "plain")
+    assert not tuning.capped_note([r for r in records if r.setting == ""], "zscore")

@@ -1,5 +1,5 @@
 # ar1_zo: AR1-ZO, rank-1 atom zeroth-order LoRA fine-tuning (shared harness: zo_harness).
-# mechanism (one job, every seed) | tune (one job, a tuning seed) -> train (one job per seed) -> figures
+# mechanism (one job, every seed) | tune (one job, a tuning seed; the tuning protocol's records) -> train (one job per seed) -> figures (tuning.csv)
 AR = "results/ar1_zo"
 AR_CFG = config["ar1_zo"]
 AR_FIGURES = ["signal_vs_rank", "accuracy_vs_rank", "methods", "training_loss"]
@@ -63,6 +63,7 @@ use rule neurips26_step as ar1_zo_train with:
 use rule neurips26_step as ar1_zo_figures with:
     input:
         mechanism=rules.ar1_zo_mechanism.output.metrics,
+        tune=rules.ar1_zo_tune.output.tune,
         metrics=expand(f"{AR}/train/seed{{seed}}/metrics.json", seed=AR_CFG["seeds"]),
     output:
         **figure_outputs("ar1_zo", AR, AR_FIGURES),
@@ -72,7 +73,8 @@ use rule neurips26_step as ar1_zo_figures with:
         args=paper_params("ar1_zo", *AR_KEYS),
         code=code_stamp("ar1_zo"),
         out=folder_of("output", "claims"),
-        inputs=cli_inputs(mechanism=folder_of("input", "mechanism"), runs=folder_of("input", "metrics", up=2)),
+        inputs=cli_inputs(mechanism=folder_of("input", "mechanism"), tune=folder_of("input", "tune"),
+                          runs=folder_of("input", "metrics", up=2)),
     log:
         f"{AR}/logs/figures.log",
     benchmark:

@@ -1,5 +1,7 @@
 """AR1-ZO: rank-1 atom zeroth-order LoRA fine-tuning (ar1_zo)."""
 
+from neurips26.core import tuning
+
 TITLE = "AR1-ZO: rank-1 atom zeroth-order LoRA fine-tuning"
 STEPS = ("mechanism", "tune", "train", "figures")
 
@@ -18,21 +20,24 @@ def cells(block: dict) -> list[tuple[str, int]]:
     return out
 
 
+def lr_grid(block: dict, method: str) -> list[float]:
+    """The learning-rate grid of `method` by the one rule every method shares: grid.points values
+    log-spaced over grid.decades decades, centred (geometrically) on grid.centre[method]."""
+    g = block["grid"]
+    return tuning.log_grid(g["centre"][method], g["points"], g["decades"])
+
+
 def check_config(block: dict) -> list[str]:
     """Cross-field checks the schema cannot express; returns 'key: problem' strings."""
     problems = []
     for m in block.get("methods", []):
         if m not in METHODS:
             problems.append(f"methods: unknown method '{m}'; known: {', '.join(METHODS)}")
-        elif m not in block.get("grid", {}):
-            problems.append(f"grid.{m}: missing (the learning-rate and eps grid of a listed method)")
-    sizes = {len(g.get("lr", [])) * len(g.get("eps", [])) for m, g in block.get("grid", {}).items()
-             if m in block.get("methods", [])}
-    if len(sizes) > 1:
-        problems.append(f"grid: every method needs a grid of the same size (same tuning budget), got sizes {sorted(sizes)}")
-    for m in block.get("grid", {}):
+        elif m not in block.get("grid", {}).get("centre", {}):
+            problems.append(f"grid.centre.{m}: missing (the centre of the learning-rate grid of a listed method)")
+    for m in block.get("grid", {}).get("centre", {}):
         if m not in METHODS:
-            problems.append(f"grid.{m}: unknown method; known: {', '.join(METHODS)}")
+            problems.append(f"grid.centre.{m}: unknown method; known: {', '.join(METHODS)}")
     lora = block.get("lora", {})
     if "ar1_zo" in block.get("methods", []) and lora.get("rank") not in lora.get("ranks", []):
         problems.append(f"lora.rank: {lora.get('rank')} must be one of lora.ranks {lora.get('ranks')}")

@@ -12,7 +12,10 @@ against naive, gated on naive's own loss of direction between the smallest and l
 check: at r = 1 the two scalings are the same adapter. Accuracy rows: test accuracy at the same
 forward-pass budget, paired by seed (same data, batches, noise draws and LoRA initialisation
 within a seed), with per-example scores (paired bootstrap over seeds x items), gated on a regime
-control: the cell with the best validation accuracy beats the zero-shot prompt.
+control: the cell with the best validation accuracy beats the zero-shot prompt. Each cell's learning
+rate is tuned by the protocol of `core.tuning`; a cell whose rate stayed on a capped grid edge carries
+the protocol's note, and a row cannot then say `yes` against a capped baseline (nor `no` for a capped
+method).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
         items = zero_items if zero_items and all(x is not None for x in zero_items) else None
         sheet.comparison("learns_beyond_zero_shot", cells[best]["accuracy"], summary["zero_shot"],
                          method_items=cells[best]["items"] if items else None, baseline_items=items,
-                         method=best, baseline="zero_shot",
+                         method=best, baseline="zero_shot", method_capped=cells[best].get("capped", ""),
                          how=f"{best} chosen by mean validation accuracy among the cells at r = {r0}")
 
     def compare(id, a, b):
@@ -81,7 +84,8 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
             return
         ca, cb = cells[a], cells[b]
         sheet.comparison(id, ca["accuracy"], cb["accuracy"], method_items=ca["items"], baseline_items=cb["items"],
-                         method=a, baseline=b, how=f"{summary['forwards']} forward passes per run")
+                         method=a, baseline=b, how=f"{summary['forwards']} forward passes per run",
+                         method_capped=ca.get("capped", ""), baseline_capped=cb.get("capped", ""))
 
     for id, base in (("beats_mezo_full", "mezo_full"), ("beats_mezo_lora", "mezo_lora"), ("beats_lozo", "lozo"),
                      ("beats_naive", "naive_atom")):

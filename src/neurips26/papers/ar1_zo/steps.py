@@ -105,27 +105,64 @@ def mechanism(params, inputs, out: Path):
 
 
 # ---------------------------------------------------------------- tune
+TUNE_METRIC = "validation accuracy (ties: lower validation loss)"
+EPS_REASON = "MeZO's finite-difference eps, fixed for every method (the paper does not tune it)"
+
+
+def tune_score(result: dict) -> float:
+    """The validation score a tuning run is judged by: accuracy, ties broken by the lower loss (the
+    loss enters 1e-6 times, below one item of accuracy on any split under 10^5 items); NaN for a
+    diverged run (never chosen)."""
+    import math
+
+    if result["diverged"] or not math.isfinite(result["val_loss"]):
+        return math.nan
+    return result["val_accuracy"] - 1e-6 * result["val_loss"]
+
+
+def tune_cells(setup, params, seed: int, run=None, progress=None) -> tuple[dict, list]:
+    """Every (method, rank) cell's learning rate by the tuning protocol on the tuning seed's validation
+    split: the grid rule of `lr_grid`, extended while the best rate sits on an edge (tuning.extensions
+    steps per edge); eps fixed for every method. Returns ({cell: chosen setting and trials}, records)."""
+    from neurips26.core import tuning
+
+    from . import cells, lr_grid
+
+    run = run or _run
+    extensions = tuning.settings(params)["extensions"]
+    eps = params["grid"]["eps"]
+    chosen, records = {}, []
+    for method, rank in cells(params):
+        trials = []
+
+        def evaluate(lr, method=method, rank=rank, trials=trials):
+            r = run(setup, params, method, rank, lr, eps, seed, "tune")
+            trials.append({"lr": lr, "eps": eps, "val_accuracy": r["val_accuracy"], "val_loss": r["val_loss"],
+                           "diverged": r["diverged"]})
+            return tune_score(r)
+
+        setting = f"r={rank}"
+        point, recs = tuning.search(evaluate, {"lr": lr_grid(params, method)}, method=method, setting=setting,
+                                    metric=TUNE_METRIC, extensions=extensions, seed=seed,
+                                    split=f"validation (tuning seed {seed})", progress=progress)
+        records += recs + [tuning.fixed(method, "eps", eps, EPS_REASON, setting=setting)]
+        chosen[_key(method, rank)] = {"method": method, "rank": rank, "lr": point["lr"], "eps": eps,
+                                      "trials": sorted(trials, key=lambda t: t["lr"]),
+                                      "capped": tuning.capped_note(recs, method, setting)}
+    return chosen, records
+
+
 def tune(params, inputs, out: Path):
-    from . import cells, runner
+    from . import runner
 
     seed, started = params["tune"]["seed"], time.perf_counter()
     tok, enc = _encoder(params)
     setup = runner.Setup(tok, enc, _data(params, seed, splits=("train", "val")), params["model"])
     setup.batches["test"] = setup.batches["val"]  # the tuning run reports on validation only
-    chosen = {}
-    for method, rank in cells(params):
-        g = params["grid"][method]
-        trials = []
-        for eps in g["eps"]:
-            for lr in g["lr"]:
-                r = _run(setup, params, method, rank, lr, eps, seed, "tune")
-                trials.append({"lr": lr, "eps": eps, "val_accuracy": r["val_accuracy"], "val_loss": r["val_loss"],
-                               "diverged": r["diverged"]})
-        ok = [t for t in trials if not t["diverged"]] or trials
-        best = max(ok, key=lambda t: (t["val_accuracy"], -t["val_loss"]))
-        chosen[_key(method, rank)] = {"method": method, "rank": rank, "lr": best["lr"], "eps": best["eps"], "trials": trials}
-        print(f"tune {method} r={rank}: lr={best['lr']:g} eps={best['eps']:g} (val acc {best['val_accuracy']:.3f})", flush=True)
-    io.write_json(out / "tune.json", _round({"seed": seed, "chosen": chosen}))
+    chosen, records = tune_cells(setup, params, seed, progress=lambda line: print(f"tune {line}", flush=True))
+    for key, c in chosen.items():
+        print(f"tune {key}: lr={c['lr']:g} eps={c['eps']:g}{' (capped: ' + c['capped'] + ')' if c['capped'] else ''}", flush=True)
+    io.write_json(out / "tune.json", _round({"seed": seed, "chosen": chosen, "records": [r.to_json() for r in records]}))
     io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started})
 
 
@@ -170,9 +207,12 @@ def _log_slope(ranks, values) -> float:
     return claims.slope(xs, ys)
 
 
-def claims_summary(mech: dict, runs: list[dict], params: dict) -> dict:
+def claims_summary(mech: dict, runs: list[dict], params: dict, records: list | None = None) -> dict:
     """Per-seed numbers the claims need: log-log slopes of the mechanism, sign agreement at the
-    largest rank, test accuracies (and per-item scores) of every cell."""
+    largest rank, test accuracies (and per-item scores) of every cell, and each cell's capped-tuning
+    note (`records`: the tuning protocol's records of the tune step)."""
+    from neurips26.core import tuning
+
     ranks = mech["ranks"]
     seeds = list(mech["seeds"])
     mechs = {}
@@ -191,7 +231,9 @@ def claims_summary(mech: dict, runs: list[dict], params: dict) -> dict:
         cells_[key] = {"method": runs[0]["runs"][key]["method"], "rank": runs[0]["runs"][key]["rank"],
                        "accuracy": [r["runs"][key]["test_accuracy"] for r in runs],
                        "val_accuracy": [r["runs"][key].get("val_accuracy") for r in runs],
-                       "items": [r["runs"][key]["test_correct"] for r in runs]}
+                       "items": [r["runs"][key]["test_correct"] for r in runs],
+                       "capped": tuning.capped_note(records or [], runs[0]["runs"][key]["method"],
+                                                    f"r={runs[0]['runs'][key]['rank']}")}
     return {"ranks": ranks, "max_rank": ranks[-1], "min_rank": ranks[0], "mechanism": mechs, "cells": cells_,
             "rank": params["lora"]["rank"], "ranks_sweep": sorted({c["rank"] for c in cells_.values()}),
             "zero_shot": [r["zero_shot"]["test_accuracy"] for r in runs],
@@ -202,8 +244,12 @@ def claims_summary(mech: dict, runs: list[dict], params: dict) -> dict:
 def figures(params, inputs, out: Path):
     import numpy as np
 
+    from neurips26.core import tuning
+
     scale, seeds = params["scale"], params["seeds"]
     mech = io.read_json(Path(inputs["mechanism"]) / "metrics.json")
+    records = [tuning.Record.from_json(r) for r in io.read_json(Path(inputs["tune"]) / "tune.json")["records"]]
+    tuning.write_csv(out / "tuning.csv", P, records)
     runs = [io.read_json(Path(inputs["runs"]) / f"seed{s}" / "metrics.json") for s in seeds]
     figdir = out / "figures"
     ranks = mech["ranks"]
@@ -234,7 +280,7 @@ def figures(params, inputs, out: Path):
         ax.legend(fontsize=7)
     plotting.save(fig, figdir / "signal_vs_rank.png")
 
-    summary = claims_summary(mech, runs, params)
+    summary = claims_summary(mech, runs, params, records)
     cells_ = summary["cells"]
 
     # accuracy against rank at matched budget

@@ -1,10 +1,19 @@
 """Dynamics of Z-score evolution strategies for LLM fine-tuning (es_dynamics)."""
 
+from neurips26.core import tuning
+
 TITLE = "Dynamics of Z-score evolution strategies for LLM fine-tuning"
 STEPS = ("synthetic", "lm", "figures")
 
 SHAPINGS = ("zscore", "centered_ranks", "plain")
 REWARDS = ("logprob", "teacher_forced")
+
+
+def alpha_grid(synthetic: dict, shaping: str) -> list[float]:
+    """The step sizes of `shaping` by the one rule every shaping shares: alpha_grid.points values
+    log-spaced over alpha_grid.decades decades, centred (geometrically) on alpha_grid.centre[shaping]."""
+    g = synthetic["alpha_grid"]
+    return tuning.log_grid(g["centre"][shaping], g["points"], g["decades"])
 
 
 def check_config(block: dict) -> list[str]:
@@ -15,13 +24,10 @@ def check_config(block: dict) -> list[str]:
         problems.append(f"synthetic.off_dim: rank + off_dim = {s.get('rank', 0) + s.get('off_dim', 0)} exceeds synthetic.dim = {s.get('dim')}")
     if s.get("population", 2) >= s.get("dim", 0):
         problems.append("synthetic.population: the point is N << d; population must be below dim")
-    grids = s.get("alpha_grid", {})
+    centres = s.get("alpha_grid", {}).get("centre", {})
     for name in SHAPINGS:
-        if name not in grids:
-            problems.append(f"synthetic.alpha_grid.{name}: missing (the step sizes tuned for this fitness shaping)")
-    sizes = {len(v) for v in grids.values()}
-    if len(sizes) > 1:
-        problems.append(f"synthetic.alpha_grid: every shaping needs a grid of the same size (same tuning budget), got {sorted(sizes)}")
+        if name not in centres:
+            problems.append(f"synthetic.alpha_grid.centre.{name}: missing (the centre of this fitness shaping's step-size grid)")
     if s.get("tune_seed") in s.get("seeds", []):
         problems.append(f"synthetic.tune_seed: {s.get('tune_seed')} is one of synthetic.seeds; tune on a seed that is not reported")
     if s.get("window", 1) * 3 > s.get("generations", 0):

@@ -11,7 +11,8 @@ reward variance goes task gradient -> curvature -> off-task gradient, a Clopper-
 the synthetic rise-then-decay (peak-window against last-window reward), the dimensionality paradox
 (task progress under the low-rank Hessian against the full-rank control at the same N), and
 Z-scoring against centred ranks and plain ES, each with its step size tuned on a seed that is not
-reported. LM rows: the drift of ES fine-tuning against the SDE's random-walk prediction (a check:
+reported by the protocol of `core.tuning` (a shaping capped at a grid edge keeps a row from `yes`
+against it, or from `no` for the Z-score side). LM rows: the drift of ES fine-tuning against the SDE's random-walk prediction (a check:
 Z-scored weights make the drift norm the random walk's whatever the reward), forgetting
 (general-corpus perplexity, on the log scale) and the rise-then-decay of the held-out verifiable
 reward (peak chosen on one held-out set, read on another), both gated on the model learning the
@@ -63,8 +64,10 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
     sheet.comparison("dimensionality_paradox", s["progress_low_rank"], s["progress_full_rank"],
                      how=f"{setting}; the same step size, N and sigma on both sides")
     for id, base in (("zscore_vs_centered_ranks", "centered_ranks"), ("zscore_vs_plain", "plain")):
+        capped = s.get("capped", {})
         sheet.comparison(id, s["final"]["zscore"], s["final"][base],
-                         how="each shaping's step size tuned on one tuning seed")
+                         how="each shaping's step size tuned on one tuning seed by the same grid rule",
+                         method_capped=capped.get("zscore", ""), baseline_capped=capped.get(base, ""))
 
     lm = summary["lm"]
     ratios = [a / b - 1 for a, b in zip(lm["drift"], lm["drift_sde"])]
