@@ -257,3 +257,60 @@ def test_adalora_through_peft_respects_its_rank_budget():
     # peft's own rank pattern agrees with the count of kept (nonzero) singular values
     pattern = model.peft_config["default"].rank_pattern
     assert sum(sum(v) for v in pattern.values()) == sum(ranks.values())
+
+
+# ---------------------------------------------------------------- the tuning protocol
+def test_tune_extends_the_lr_grid_past_an_edge_that_holds_the_best(monkeypatch, tmp_path):
+    """Validation accuracy that peaks beyond the top of the lr grid (lr 0.1 against a grid ending
+    at 0.03): the grid grows until the best is interior, for every method alike; a peak beyond
+    the cap is recorded capped."""
+    from neurips26.core import io
+    from neurips26.papers.adapad import steps
+    from neurips26.papers.lora_harness import tasks
+
+    monkeypatch.setattr(steps, "_data", lambda *a, **k: None)
+    monkeypatch.setattr(tasks, "split_validation", lambda *a, **k: None)
+    peak = {"v": -1.0}
+    monkeypatch.setattr(steps, "_fit", lambda params, name, lr, *a: (
+        {"accuracy": 0.9 - 0.1 * abs(math.log10(lr) - peak["v"]), "final_loss": 0.5}, 0.0))
+    params = {"task": "intent", "finetune": {"tune_seed": 100}, "data": {"val_size": 8}, "tuning": {"extensions": 3},
+              "methods": ["lora_r4", "adapad"], "grid": {m: [0.003, 0.01, 0.03] for m in ("lora_r4", "adapad")}}
+    steps.tune(params, {}, tmp_path)
+    out = io.read_json(tmp_path / "tune.json")
+    for name in ("lora_r4", "adapad"):
+        rec = next(r for r in out["records"] if r["method"] == name)
+        assert rec["status"] == "tuned" and rec["extensions"] >= 1 and max(rec["grid"]) > 0.03
+        assert abs(math.log10(out["chosen"][name]["lr"]) + 1.0) < 0.05
+        assert len(out["chosen"][name]["trials"]) == len(rec["grid"])
+    peak["v"] = 2.0
+    steps.tune({**params, "tuning": {"extensions": 2}}, {}, tmp_path / "capped")
+    rec = io.read_json(tmp_path / "capped" / "tune.json")["records"][0]
+    assert rec["status"] == "capped" and rec["edge"] == "high" and len(rec["grid"]) == 5
+
+
+def test_mechanism_step_sizes_go_through_the_tuning_protocol(monkeypatch, tmp_path):
+    """The mechanism's step size eta s_1 is tuned per schedule by the protocol (lower final error
+    is better): a best below the grid's low edge extends it."""
+    from neurips26.core import io
+    from neurips26.papers.adapad import steps
+
+    m = {"seeds": [0], "tune_seed": 100, "rows": 8, "cols": 6, "spectrum": [3.0, 2.0], "noise": 0.1, "rounds": 40,
+         "init_scale": 0.01, "lr_grid": [0.2, 0.4, 0.8], "interval": 10, "advance": 5, "advance_sweep": [0, 5],
+         "warm_threshold": 0.1, "floor": 1e-10, "record_every": 5}
+    real = steps._deflate
+
+    def fake(mm, prob, kind, lr_rel, seed, advance=None):
+        res, sched = real(mm, prob, kind, lr_rel, seed, advance)
+        if seed == mm["tune_seed"]:   # the tuning score: best at eta s_1 = 0.05, below the grid
+            res = {**res, "algorithmic": np.full_like(res["algorithmic"], 10 ** (abs(math.log10(lr_rel / 0.05)) - 3))}
+        return res, sched
+
+    monkeypatch.setattr(steps, "_deflate", fake)
+    steps.mechanism({"mechanism": m, "tuning": {"extensions": 3}}, {}, tmp_path)
+    out = io.read_json(tmp_path / "metrics.json")
+    tuned = [r for r in out["records"] if r["status"] in ("tuned", "capped")]
+    assert {r["method"] for r in tuned} == {"parallel", "adapad", "sequential"}
+    for r in tuned:
+        assert r["status"] == "tuned" and min(r["grid"]) < 0.2 and r["direction"] == "lower"
+        assert abs(r["chosen"] - 0.05) < 1e-9
+    assert all(abs(v - 0.05) < 1e-9 for v in out["tuned_lr"].values())

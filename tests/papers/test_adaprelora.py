@@ -216,3 +216,81 @@ def test_adaprelora_descends_on_a_low_rank_regression():
         opt.step()
         losses.append(float(loss))
     assert losses[-1] < 0.2 * losses[0]
+
+
+# ---------------------------------------------------------------- the tuning protocol
+def _tune_params(methods=("adamw", "scaled_adamw", "adaprelora")):
+    return {"task": "topic_sentiment", "tasks": ["topic_sentiment"], "tune": {"seed": 100}, "tuning": {"extensions": 3},
+            "methods": list(methods), "grid": {m: [0.003, 0.01, 0.03] for m in methods},
+            "damping_grid": {m: [1e-8, 1e-5, 1e-2] for m in methods if m in ("scaled_adamw", "adaprelora")},
+            "classification": {"n_val": 8, "steps": 5}, "lm": {"n_val": 8, "steps": 5},
+            "optim": {"damping": 1e-8, "scaled_adamw_reg": 1e-6}}
+
+
+def test_tune_extends_lr_and_damping_grids_past_an_edge_that_holds_the_best(monkeypatch, tmp_path):
+    """Validation accuracy that peaks beyond the top of the lr grid (lr 0.1) and beyond the top
+    of the damping grid (10): both grids grow until the best is interior, and the records say so."""
+    import math
+
+    from neurips26.core import io
+    from neurips26.papers.adaprelora import runner, steps
+
+    calls = []
+
+    def fake_run(task, data, method, lr, block, seed, inputs, out, key, check=False, check_layers=4, damping=None,
+                 steps=None):
+        calls.append((method, lr, damping))
+        score = 0.9 - 0.05 * abs(math.log10(lr) + 1.0)
+        if damping is not None:
+            score -= 0.02 * abs(math.log10(damping) - 1.0)
+        return {"accuracy": score, "losses": [1.0]}
+
+    monkeypatch.setattr(runner, "load_task", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "validation_task", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "run", fake_run)
+    steps.tune(_tune_params(), {}, tmp_path)
+    out = io.read_json(tmp_path / "tune.json")
+    recs = {(r["method"], r["knob"]): r for r in out["records"]}
+    for m in ("adamw", "scaled_adamw", "adaprelora"):
+        lr = recs[(m, "lr")]
+        assert max(lr["grid"]) > 0.03 and lr["status"] == "tuned" and lr["extensions"] >= 1
+        assert abs(math.log10(out["tuned"][m]) + 1.0) < 0.05   # 0.0949, the grid's next point past 0.03
+    for m in ("scaled_adamw", "adaprelora"):
+        d = recs[(m, "damping")]
+        assert max(d["grid"]) >= 10 and d["extensions"] >= 1 and abs(out["damping"][m] - 10) < 1e-3
+    assert ("adamw", "damping") not in recs and out["damping"]["adamw"] is None
+    # a peak beyond what the cap reaches is recorded capped
+    monkeypatch.setattr(runner, "run", lambda *a, damping=None, **k: {"accuracy": a[3], "losses": [1.0]})
+    steps.tune({**_tune_params(("adamw",)), "tuning": {"extensions": 1}}, {}, tmp_path / "capped")
+    rec = io.read_json(tmp_path / "capped" / "tune.json")["records"][0]
+    assert rec["status"] == "capped" and rec["edge"] == "high" and len(rec["grid"]) == 4
+
+
+def test_the_strongest_baseline_is_named_on_validation_not_on_test(monkeypatch, tmp_path):
+    """The tune step names the strongest LoRA optimizer from validation scores; when the test
+    scores favour another, the improves row still compares the validation choice."""
+    from neurips26.core import io
+    from neurips26.papers.adaprelora import runner, steps
+    from neurips26.papers.adaprelora.claims import claim_rows
+
+    val = {"adamw": 0.80, "scaled_adamw": 0.90, "adaprelora": 0.85, "full_adafactor": 0.99}
+    monkeypatch.setattr(runner, "load_task", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "validation_task", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "run", lambda task, data, method, lr, *a, damping=None, **k:
+                        {"accuracy": val[method] - abs(lr - 0.01), "losses": [1.0]})
+    steps.tune(_tune_params(("adamw", "scaled_adamw", "adaprelora", "full_adafactor")), {}, tmp_path)
+    tune = io.read_json(tmp_path / "tune.json")
+    assert tune["strongest"] == "scaled_adamw"   # full_adafactor is the memory reference, never a candidate
+    choice = [r for r in tune["records"] if r["status"] == "choice"][0]
+    assert choice["chosen"] == "scaled_adamw" and "full_adafactor" not in choice["grid"]
+
+    test = {"adamw": [0.95, 0.96, 0.97], "scaled_adamw": [0.60, 0.61, 0.62], "adaprelora": [0.70, 0.71, 0.72]}
+    seed_runs = [{"metric": "accuracy", "beta1": 0.9, "pairs": [{"m": 4, "n": 4, "r": 1}], "other_trainable": 0,
+                  "closed_form_check": None,
+                  "methods": {m: {"accuracy": test[m][k], "items": [1, 0] * 5, "state_bytes": 100, "peak_bytes": 100,
+                                  "peak_kind": "tracked_tensors", "loss_curve": [1.0] * 10} for m in test}}
+                 for k in range(3)]
+    summary = steps.claims_summary({"methods": list(test)}, {"topic_sentiment": tune}, {"topic_sentiment": seed_runs})
+    row = {r["id"]: r for r in claim_rows(summary, "default")}["cls_improves"]
+    assert row["baseline"] == "scaled_adamw"   # not adamw, the best on test
+    assert "named by the tune step" in row["criterion"]

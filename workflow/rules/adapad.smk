@@ -68,6 +68,7 @@ use rule neurips26_step as adapad_train with:
 use rule neurips26_step as adapad_figures with:
     input:
         mechanism=rules.adapad_mechanism.output.metrics,
+        tune=expand(f"{APD}/tune/{{task}}/tune.json", task=AP_CFG["data"]["tasks"]),
         metrics=expand(f"{APD}/train/{{task}}/seed{{seed}}/metrics.json", task=AP_CFG["data"]["tasks"], seed=AP_CFG["seeds"]),
     output:
         **figure_outputs("adapad", APD, APD_FIGURES),
@@ -77,7 +78,8 @@ use rule neurips26_step as adapad_figures with:
         args=paper_params("adapad", *AP_KEYS),
         code=code_stamp("adapad"),
         out=folder_of("output", "claims"),
-        inputs=cli_inputs(mechanism=folder_of("input", "mechanism"), runs=folder_of("input", "metrics", up=3)),
+        inputs=cli_inputs(mechanism=folder_of("input", "mechanism"), tune=folder_of("input", "tune", up=2),
+                          runs=folder_of("input", "metrics", up=3)),
     log:
         f"{APD}/logs/figures.log",
     benchmark:

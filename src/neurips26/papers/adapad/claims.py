@@ -78,8 +78,11 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
             sheet.untested(id, f"method '{base}' or 'adapad' not run")
             continue
         diffs = [a - b for a, b in zip(acc["adapad"], acc[base])]
+        capped = ft.get("capped", {})
+        note = "; ".join(x for x in (capped.get("adapad", ""), capped.get(base, "")) if x)
         sheet.target(id, values=per_seed(diffs, ft), baseline=base, baseline_value=claims.fmt(per_seed(acc[base], ft)),
-                     how=f"per seed the mean over the tasks ({tasks}) of the paired difference")
+                     how=f"per seed the mean over the tasks ({tasks}) of the paired difference, each method at its lr "
+                         "tuned by the tuning protocol" + (f" (capped: {note})" if note else ""))
     if "adapad" in ft["size"] and ref in ft["size"]:
         ratios = [a / b for a, b in zip(ft["size"]["adapad"], ft["size"][ref])]
         sheet.target("smaller_adapter", values=per_seed(ratios, ft, _geomean), baseline=ref,

@@ -2,13 +2,14 @@
 
 `mechanism` (one job, every seed) fits a planted low-rank matrix by rank-1 deflation workers
 (method.py): parallel deflation, AdaPaD's staggered activation with advance learning (and a sweep
-of advance lengths), and sequential deflation, each at its step size tuned on a seed that is not
+of advance lengths), and sequential deflation, each at its step size tuned by the tuning protocol
+(core.tuning.search: the grid extends past an edge that holds the best) on a seed that is not
 reported; it records every component's error per round, the fitted decay rate after warm-up
-against the linearised prediction, warm-up lengths, and the statistical floor. `tune` runs every
-fine-tuning method's learning-rate grid (the same size for each) on a validation split of the
-tuning seed's training set; `train` runs every method at its tuned rate on one seed's data and
+against the linearised prediction, warm-up lengths, and the statistical floor. `tune` puts every
+fine-tuning method's learning rate through the same protocol (the same grid for each) on a
+validation split of the tuning seed's training set; `train` runs every method at its tuned rate on one seed's data and
 reports test accuracy, the deployed adapter size and the rank each map ended with; `figures`
-writes the plots, tables and claims.
+writes the plots, tables, claims and tuning.csv (every tuned and fixed knob).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import tuning as core_tuning
 
 from . import method
 from .claims import claim_rows
@@ -66,16 +68,27 @@ def mechanism(params, inputs, out: Path):
     m, started = params["mechanism"], time.perf_counter()
     r, every = len(m["spectrum"]), m["record_every"]
     tune_prob = _problem(m, m["tune_seed"])
-    tuned, tuning = {}, {}
+    extensions = core_tuning.settings(params)["extensions"]
+    tuned, tuning, records = {}, {}, []
     for kind in ("parallel", "adapad", "sequential"):
-        scores = []
-        for lr in m["lr_grid"]:
+        def evaluate(eta_s1, kind=kind):
             with np.errstate(all="ignore"):
-                res, _ = _deflate(m, tune_prob, kind, lr, m["tune_seed"])
-            scores.append(_final_score(res))
-        best = int(np.argmin(scores))
-        tuned[kind], tuning[kind] = m["lr_grid"][best], [{"lr": a, "log10_final_error": s} for a, s in zip(m["lr_grid"], scores)]
-        print(f"mechanism tune {kind}: eta s_1 = {tuned[kind]:g} (log10 final error {scores[best]:.2f})", flush=True)
+                res, _ = _deflate(m, tune_prob, kind, eta_s1, m["tune_seed"])
+            return _final_score(res)
+
+        chosen, recs = core_tuning.search(evaluate, {"eta_s1": m["lr_grid"]}, method=kind, setting="mechanism",
+                                          metric="log10 largest final component error", maximize=False,
+                                          extensions=extensions, seed=m["tune_seed"], split="tuning seed's planted matrix")
+        records += recs
+        rec = recs[0]
+        tuned[kind] = chosen["eta_s1"]
+        tuning[kind] = [{"lr": a, "log10_final_error": s} for a, s in zip(rec.grid, rec.scores)]
+        print(f"mechanism tune {kind}: eta s_1 = {tuned[kind]:g} (log10 final error {rec.score:.2f}; grid "
+              f"{', '.join(f'{g:g}' for g in rec.grid)}, {rec.status})", flush=True)
+    for knob, why in (("advance", "the advance-learning length AdaPaD is scored with (the sweep reads the others)"),
+                      ("interval", "the activation interval of the schedule (the paper's design, not a step size)"),
+                      ("init_scale", "the workers' initial scale, the same for every schedule")):
+        records.append(core_tuning.fixed("all schedules", knob, m[knob], why, setting="mechanism"))
     seeds = {}
     for seed in m["seeds"]:
         prob = _problem(m, seed)
@@ -115,7 +128,8 @@ def mechanism(params, inputs, out: Path):
               flush=True)
         tracking.active().log_metrics({f"seed{seed}_log10_final_adapad": math.log10(max(row["adapad"]["final_algorithmic"]) + 1e-300),
                                        f"seed{seed}_log10_final_sequential": math.log10(max(row["sequential"]["final_algorithmic"]) + 1e-300)})
-    io.write_json(out / "metrics.json", _sig({"settings": m, "tuned_lr": tuned, "tuning": tuning, "seeds": seeds}))
+    io.write_json(out / "metrics.json", _sig({"settings": m, "tuned_lr": tuned, "tuning": tuning, "seeds": seeds,
+                                              "records": [r.to_json() for r in records]}))
     io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started})
 
 
@@ -212,18 +226,27 @@ def tune(params, inputs, out: Path):
     from neurips26.papers.lora_harness import tasks
 
     task, seed, started = params["task"], params["finetune"]["tune_seed"], time.perf_counter()
+    extensions = core_tuning.settings(params)["extensions"]
     data = tasks.split_validation(_data(params, task, seed), params["data"]["val_size"], seed)
-    chosen = {}
+    chosen, records = {}, []
     for name in params["methods"]:
         trials = []
-        for lr in params["grid"][name]:
+
+        def evaluate(lr, name=name, trials=trials):
             r, _ = _fit(params, name, lr, data, seed, out, f"tune-{task}")
             trials.append({"lr": lr, "val_accuracy": r["accuracy"], "train_loss": r["final_loss"]})
             print(f"tune {task} {name} lr={lr:g}: val accuracy {r['accuracy']:.3f}", flush=True)
-        ok = [t for t in trials if math.isfinite(t["train_loss"])] or trials
-        best = max(ok, key=lambda t: (t["val_accuracy"], -t["train_loss"]))
-        chosen[name] = {"lr": best["lr"], "trials": trials}
-    io.write_json(out / "tune.json", _sig({"task": task, "seed": seed, "chosen": chosen}))
+            # a run whose training loss is not finite diverged: it cannot be chosen
+            return r["accuracy"] if math.isfinite(r["final_loss"]) else -math.inf
+
+        best, recs = core_tuning.search(evaluate, {"lr": params["grid"][name]}, method=name, setting=task,
+                                        metric="validation accuracy", extensions=extensions, seed=seed,
+                                        split=f"validation ({params['data']['val_size']} rows held out of the tuning "
+                                              "seed's training set)")
+        records += recs
+        chosen[name] = {"lr": best["lr"], "trials": sorted(trials, key=lambda t: t["lr"])}
+    io.write_json(out / "tune.json", _sig({"task": task, "seed": seed, "chosen": chosen,
+                                           "records": [r.to_json() for r in records]}))
     io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started})
 
 
@@ -293,6 +316,30 @@ def claims_summary(mech: dict, runs: dict, params: dict) -> dict:
                 "accuracy": acc, "size": size,
                 "size_reduction": [1 - a / b for a, b in zip(size.get("adapad", []), size.get(ref, []))]}
     return {"mechanism": mechanism, "finetune": finetune}
+
+
+def fixed_records(params) -> list:
+    """The fine-tuning knobs the paper fixes, for every method that has them (core.tuning.fixed)."""
+    f, a, al, sq = params["finetune"], params["adapad"], params["adalora"], params["sequential"]
+    out = [core_tuning.fixed("all methods", "steps_batch", f"{f['steps']} x {f['batch_size']}",
+                             "the same budget for every method"),
+           core_tuning.fixed("all methods", "schedule", f"{f['schedule']}, warm-up {f['warmup']}",
+                             "the same schedule for every method"),
+           core_tuning.fixed("all methods", "weight_decay", f["weight_decay"], "the same for every method (AdamW)")]
+    methods = params["methods"]
+    if "adapad" in methods:
+        out.append(core_tuning.fixed("adapad", "budget_rank", a["budget_rank"],
+                                     f"matched budget: the parameters of LoRA r = {a['budget_rank']} on every map"))
+        out.append(core_tuning.fixed("adapad", "growth", f"max rank {a['max_rank']}, every {a['grow_every']} steps from "
+                                     f"{a['grow_start']:g} to {a['grow_end']:g} of training, beta {a['beta']:g}",
+                                     "the paper's growth schedule scaled to the step budget"))
+    if "adalora" in methods:
+        out.append(core_tuning.fixed("adalora", "budget", f"init_r {al['init_r']} -> target_r {al['target_r']}, "
+                                     f"tinit {al['tinit']:g}, tfinal {al['tfinal']:g}, orth_reg {al['orth_reg_weight']:g}",
+                                     "AdaLoRA's GLUE recipe at the matched final budget"))
+    if "sequential" in methods:
+        out.append(core_tuning.fixed("sequential", "rank", sq["rank"], "the matched budget's rank"))
+    return out
 
 
 def figures(params, inputs, out: Path):
@@ -393,7 +440,15 @@ def figures(params, inputs, out: Path):
         ax.legend(fontsize=6)
     plotting.save(fig, figdir / "ranks.png")
 
+    records = [core_tuning.Record.from_json(r) for r in mech.get("records", [])]
+    for task in params["data"]["tasks"]:
+        tune_file = Path(inputs["tune"]) / task / "tune.json" if inputs.get("tune") else None
+        if tune_file is not None and tune_file.exists():
+            records += [core_tuning.Record.from_json(r) for r in io.read_json(tune_file).get("records", [])]
+    records += fixed_records(params)
+    core_tuning.write_csv(out / "tuning.csv", P, records)
     summary = claims_summary(mech, runs, params)
+    summary["finetune"]["capped"] = {name: core_tuning.capped_note(records, name) for name in params["methods"]}
     rows = []
     mc = summary["mechanism"]
     for k, label in (("log10_final_adapad", "log10 final max component error, AdaPaD"),

@@ -21,6 +21,14 @@ def check_config(block: dict) -> list[str]:
     sizes = {len(grid[m]) for m in methods if m in grid}
     if len(sizes) > 1:
         problems.append(f"grid: every method needs a grid of the same size (same tuning budget), got sizes {sorted(sizes)}")
+    damped = block.get("damping_grid") or {}
+    for m in damped:
+        if m not in ("scaled_adamw", "lora_pro", "adafactor_proj", "adaprelora"):
+            problems.append(f"damping_grid.{m}: {m} has no damping of r x r Gram matrices")
+    dsizes = {len(damped[m]) for m in methods if m in damped}
+    if len(dsizes) > 1:
+        problems.append(f"damping_grid: every listed method needs a grid of the same size (same tuning budget), "
+                        f"got sizes {sorted(dsizes)}")
     for t in block.get("tasks", []):
         if t not in TASKS:
             problems.append(f"tasks: unknown task '{t}'; known: {', '.join(TASKS)}")

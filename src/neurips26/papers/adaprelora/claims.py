@@ -3,8 +3,10 @@
 Per task (`cls_*`: the classification task, `gen_*`: the data-to-text task): AdaPreLoRA
 "competitive with" each LoRA optimizer as a non-inferiority target (the 95% paired t interval over
 seeds of AdaPreLoRA - baseline must lie above -margin: 2 accuracy points, 0.02 BLEU), and
-"improves over" the strongest baseline (chosen by its validation score at the tuned lr, not by the
-test means it is compared with) as a comparison. On the classification task the per-item
+"improves over" the strongest baseline (named by the tune step from validation scores at the tuned
+knobs, core.tuning.strongest, not by the test means it is compared with) as a comparison, which
+cannot say `yes` when that baseline's tuning was capped at a grid edge, nor `no` when AdaPreLoRA's
+was. On the classification task the per-item
 correctness is the row's metric (accuracy is its mean), so its interval is also bootstrapped over
 items; BLEU is a corpus score of the seed's test set, so the data-to-text row is a paired t over
 seeds. Both tasks' rows are gated by a regime control: the compared optimizers have left the
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from neurips26.core import claims
+from neurips26.core import claims, tuning
 
 P = "adaprelora"
 BASELINES = ("adamw", "loraplus", "scaled_adamw", "lora_pro", "adafactor_proj")
@@ -75,6 +77,7 @@ def _task(sheet: claims.Sheet, tr: str, task: str, t: dict) -> None:
     else:
         sheet.untested(f"{tr}_converged", "the run records no loss curves")
     m = scores["adaprelora"]
+    capped = t.get("capped", {})
     for base in BASELINES:
         id = f"{tr}_competitive_{base}"
         if base not in scores:
@@ -86,23 +89,31 @@ def _task(sheet: claims.Sheet, tr: str, task: str, t: dict) -> None:
         reason = ""
         if len(diffs) >= claims.MIN_REPLICATES and len(values) == 1:
             reason = f"both sides score {values.pop():g} on every seed (neither learned the task at this budget)"
+        note = "; ".join(x for x in (capped.get("adaprelora", ""), capped.get(base, "")) if x)
         sheet.target(id, values=diffs, method=f"adaprelora ({task})", baseline_value=claims.fmt(_clean(b)),
-                     how="per seed AdaPreLoRA - baseline, each at its lr tuned on a validation split", untested=reason)
+                     how="per seed AdaPreLoRA - baseline, each at its knobs tuned on a validation split"
+                         + (f" (capped: {note})" if note else ""), untested=reason)
     if not present:
         sheet.untested(f"{tr}_improves", f"no LoRA optimizer was run on {task}")
     else:
         val = t.get("val_score", {})
-        by_val = [b for b in present if val.get(b) is not None and math.isfinite(val[b])]
-        if by_val:
-            best = max(by_val, key=lambda b: val[b])
-            how = f"strongest baseline by validation score at its tuned lr ({val[best]:.3g})"
+        best = t.get("strongest")
+        if best in present:
+            how = (f"strongest baseline named by the tune step from validation scores at the tuned knobs "
+                   f"({val.get(best, float('nan')):.3g}), before any test number")
         else:
-            best = max(present, key=lambda b: claims.mean_std(_clean(scores[b]))[0])
-            how = "strongest baseline by test mean (no validation scores recorded; the choice favours the baseline)"
+            by_val = [b for b in present if val.get(b) is not None and math.isfinite(val[b])]
+            if by_val:
+                best, _ = tuning.strongest({b: val[b] for b in by_val}, candidates=by_val)
+                how = f"strongest baseline by validation score at its tuned knobs ({val[best]:.3g})"
+            else:
+                best = max(present, key=lambda b: claims.mean_std(_clean(scores[b]))[0])
+                how = "strongest baseline by test mean (no validation scores recorded; the choice favours the baseline)"
         items = {}
         if tr == "cls" and "items" in t:  # per-item correctness: its mean is the row's metric
             items = {"method_items": t["items"]["adaprelora"], "baseline_items": t["items"][best]}
-        sheet.comparison(f"{tr}_improves", m, scores[best], method=f"adaprelora ({task})", baseline=best, how=how, **items)
+        sheet.comparison(f"{tr}_improves", m, scores[best], method=f"adaprelora ({task})", baseline=best, how=how,
+                         method_capped=capped.get("adaprelora", ""), baseline_capped=capped.get(best, ""), **items)
     for base in ("lora_pro", "full_adafactor"):
         id = f"{tr}_state_below_{base}"
         seeds = t.get("state_bytes_seeds", {})

@@ -87,13 +87,31 @@ def build_net(task: str, data, method: str, block: dict, seed: int, inputs: dict
     return models.add_lora(net, c["rank"], tuple(c["targets"]), c["alpha"], seed)
 
 
-def make_optimizer(method: str, lr: float, block: dict):
+DAMPED = ("scaled_adamw", "lora_pro", "adafactor_proj", "adaprelora")
+
+
+def default_damping(method: str, block: dict) -> float | None:
+    """The config's damping of a method's r x r Gram matrices (None: the method has none):
+    ScaledAdamW's `optim.scaled_adamw_reg`, `optim.damping` for LoRA-Pro, AdaPreLoRA and the
+    Frobenius projection."""
+    o = block["optim"]
+    if method not in DAMPED:
+        return None
+    return float(o["scaled_adamw_reg"] if method == "scaled_adamw" else o["damping"])
+
+
+def make_optimizer(method: str, lr: float, block: dict, damping: float | None = None):
     """A function net -> optimizer (what lora_harness.train.finetune takes); the optimizer it made
-    last is kept in `.made` (AdaPreLoRA's closed-form check reads it)."""
+    last is kept in `.made` (AdaPreLoRA's closed-form check reads it). `damping` (tuned) replaces
+    the config's damping of the r x r Gram matrices of a method in DAMPED."""
     from . import baselines, method as apl
 
-    o = block["optim"]
+    o = dict(block["optim"])
     wd = o["weight_decay"]
+    if damping is not None:
+        if method not in DAMPED:
+            raise ValueError(f"config key '{P}.damping_grid.{method}': {method} has no damping (only {', '.join(DAMPED)})")
+        o["scaled_adamw_reg" if method == "scaled_adamw" else "damping"] = float(damping)
 
     def make(net):
         if method == "adamw":
@@ -120,14 +138,14 @@ def make_optimizer(method: str, lr: float, block: dict):
 
 # ---------------------------------------------------------------- one run
 def run(task: str, data, method: str, lr: float, block: dict, seed: int, inputs: dict, out: Path, key: dict,
-        check: bool = False, check_layers: int = 4) -> dict:
+        check: bool = False, check_layers: int = 4, damping: float | None = None, steps: int | None = None) -> dict:
     from neurips26.papers.lora_harness import train
 
     c = block["lm" if is_lm(task) else "classification"]
     o = block["optim"]
     net = build_net(task, data, method, block, seed, inputs)
-    make = make_optimizer(method, lr, block)
-    steps = c["steps"]
+    make = make_optimizer(method, lr, block, damping)
+    steps = int(steps or c["steps"])
 
     def after_step(_net, step):
         # AdaPreLoRA keeps the quantities of its last step for the closed-form check
@@ -137,10 +155,11 @@ def run(task: str, data, method: str, lr: float, block: dict, seed: int, inputs:
     if torch.cuda.is_available():
         net = net.cuda()
     fit = train.finetune(net, data, make, steps=steps, batch_size=c["batch_size"], seed=seed, out=out,
-                         key={**key, "method": method, "lr": lr, "task": task}, schedule=o["schedule"],
+                         key={**key, "method": method, "lr": lr, "task": task, "damping": damping},
+                         schedule=o["schedule"],
                          warmup=o["warmup"], after_step=after_step)
     scores = train.evaluate(net, data)
-    res = {"method": method, "lr": lr, "losses": fit.losses, "state_bytes": fit.state_bytes, "peak_bytes": fit.peak_bytes,
+    res = {"method": method, "lr": lr, "damping": damping, "losses": fit.losses, "state_bytes": fit.state_bytes, "peak_bytes": fit.peak_bytes,
            "peak_kind": fit.peak_kind, "seconds": fit.seconds}
     for k in ("accuracy", "exact_match", "bleu", "rouge_l"):
         if k in scores:

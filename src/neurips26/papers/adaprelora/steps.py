@@ -1,12 +1,16 @@
 """The steps the CLI calls for adaprelora: tune (one job per task) -> train (one job per task and
 seed) -> figures.
 
-`tune` trains every method at every learning rate of its grid (the same number for each) on the
-tuning seed's training set minus a validation split, and keeps the lr with the best validation
-score (accuracy; BLEU for data-to-text). `train` trains every method at its tuned lr on the full
+`tune` puts every method through the tuning protocol (core.tuning) on the tuning seed's training set
+minus a validation split: its lr grid (the same number of points for each) and, for the methods
+with a damping of their r x r Gram matrices (ScaledAdamW, LoRA-Pro, the Frobenius projection,
+AdaPreLoRA), the damping grid jointly, each grid extended past an edge that holds the best
+validation score (accuracy; BLEU for data-to-text); it then names the strongest LoRA optimizer
+from those validation scores. `train` trains every method at its tuned knobs on the full
 training set of a seed and scores the test set, with the optimizer-state bytes, the peak of one
 training step and, for AdaPreLoRA, the closed form against a generic solver on the last step's
-real layers. `figures` writes the plots, tables and claims.
+real layers. `figures` writes the plots, tables, claims and tuning.csv (every tuned, fixed and
+chosen knob).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import claims, io, plotting, tracking, tuning
 
 from .claims import claim_rows
 
@@ -56,26 +60,57 @@ def _score(res: dict, task: str) -> float:
 
 # ---------------------------------------------------------------- tune
 def tune(params, inputs, out: Path):
-    from . import runner
+    """Every method through the tuning protocol (core.tuning.search) on the validation split of the
+    tuning seed: its lr grid and, for a method with a damping of its r x r Gram matrices listed in
+    `damping_grid`, the damping jointly with the lr; each grid extends while its best value sits
+    on an edge (up to `tuning.extensions` steps per edge). Then the strongest LoRA optimizer is
+    named from the validation scores (core.tuning.strongest), before any test number exists."""
+    from . import claims as apl_claims, runner
 
     import torch
 
+    from neurips26.core import tuning
+
     task, seed, started = _task_of(params), params["tune"]["seed"], time.perf_counter()
+    extensions = tuning.settings(params)["extensions"]
     torch.manual_seed(seed)
     val = runner.validation_task(runner.load_task(task, params, seed, inputs), task, params, seed)
+    n_val = params["lm" if runner.is_lm(task) else "classification"]["n_val"]
+    metric = runner.primary_metric(task)
     key = {"stage": "tune", **_settings(params)}
-    trials, tuned = {}, {}
+    trials, tuned, damping, scores, records = {}, {}, {}, {}, []
     for method in params["methods"]:
-        rows = []
-        for lr in params["grid"][method]:
-            res = runner.run(task, val, method, lr, params, seed, inputs, out / "runs" / f"{method}_lr{lr:g}", key)
-            rows.append({"lr": lr, "score": _score(res, task), "final_loss": res["losses"][-1]})
-            print(f"tune {task} {method} lr {lr:g}: validation {runner.primary_metric(task)} {rows[-1]['score']:.4f}", flush=True)
-        best = int(np.argmax([r["score"] for r in rows]))   # ties: the smaller lr (grid order)
-        trials[method], tuned[method] = rows, rows[best]["lr"]
+        grids = {"lr": params["grid"][method]}
+        dgrid = (params.get("damping_grid") or {}).get(method)
+        if dgrid:
+            grids["damping"] = dgrid
+
+        def evaluate(lr, damping=None, method=method):
+            name = f"{method}_lr{lr:g}" + ("" if damping is None else f"_d{damping:g}")
+            res = runner.run(task, val, method, lr, params, seed, inputs, out / "runs" / name, key, damping=damping)
+            return _score(res, task)
+
+        chosen, recs = tuning.search(evaluate, grids, method=method, setting=task, metric=f"validation {metric}",
+                                     extensions=extensions, seed=seed, split=f"validation ({n_val} rows held out of the "
+                                     "tuning seed's training set)", progress=lambda line: print(f"tune {line}", flush=True))
+        records += recs
+        tuned[method] = chosen["lr"]
+        damping[method] = chosen.get("damping", runner.default_damping(method, params))
+        lr_rec = next(r for r in recs if r.knob == "lr")
+        trials[method] = [{"lr": g, "score": v} for g, v in zip(lr_rec.grid, lr_rec.scores)]
+        scores[method] = lr_rec.score
         tracking.active().log_metrics({f"tuned_lr_{method}": tuned[method]})
-    io.write_json(out / "tune.json", _sig({"task": task, "seed": seed, "metric": runner.primary_metric(task),
-                                           "tuned": tuned, "trials": trials}))
+    present = [b for b in apl_claims.BASELINES if b in scores]
+    strongest = None
+    if present:
+        strongest, choice = tuning.strongest({b: scores[b] for b in present}, candidates=present,
+                                             controls=[m for m in ("full_adafactor",) if m in scores],
+                                             setting=task, metric=f"validation {metric}", seed=seed)
+        records.append(choice)
+        print(f"tune {task}: strongest LoRA optimizer on validation: {strongest}", flush=True)
+    io.write_json(out / "tune.json", _sig({"task": task, "seed": seed, "metric": metric, "tuned": tuned, "damping": damping,
+                                           "val_score": scores, "strongest": strongest, "trials": trials,
+                                           "records": [r.to_json() for r in records]}))
     io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started})
     return [out / "tune.json", out / "timing.json"]
 
@@ -87,7 +122,8 @@ def train(params, inputs, out: Path):
     import torch
 
     task, seed, started = _task_of(params), params["seed"], time.perf_counter()
-    tuned = io.read_json(Path(inputs["tune"]) / "tune.json")["tuned"]
+    tuned_all = io.read_json(Path(inputs["tune"]) / "tune.json")
+    tuned, damping = tuned_all["tuned"], tuned_all.get("damping", {})
     data = runner.load_task(task, params, seed, inputs)
     key = {"stage": "train", **_settings(params)}
     methods, timing, check = {}, {}, None
@@ -100,7 +136,8 @@ def train(params, inputs, out: Path):
             raise ValueError(f"{inputs['tune']}/tune.json: no tuned lr for '{method}' (rerun tune)")
         torch.manual_seed(seed)
         res = runner.run(task, data, method, tuned[method], params, seed, inputs, out / "runs" / method, key,
-                         check=method == "adaprelora", check_layers=params["check_layers"])
+                         check=method == "adaprelora", check_layers=params["check_layers"],
+                         damping=damping.get(method))
         losses = res.pop("losses")
         every = max(1, len(losses) // CURVE_POINTS)
         res["loss_curve"] = [float(np.mean(losses[i:i + every])) for i in range(0, len(losses), every)]
@@ -111,7 +148,7 @@ def train(params, inputs, out: Path):
             check = res.pop("closed_form_check")
         methods[method] = res
         tracking.active().log_metrics({f"{method}_{runner.primary_metric(task)}": _score(res, task)})
-        print(f"train {task} seed {seed} {method} lr {tuned[method]:g}: {runner.primary_metric(task)} {_score(res, task):.4f} "
+        print(f"train {task} seed {seed} {method} lr {tuned[method]:g} damping {damping.get(method)}: {runner.primary_metric(task)} {_score(res, task):.4f} "
               f"state {res['state_bytes']} B peak {res['peak_bytes']} B ({res['peak_kind']})", flush=True)
     from neurips26.papers.lora_harness import models
 
@@ -156,6 +193,40 @@ def late_share(curve) -> float:
     return (sum(prev) / len(prev) - end) / drop
 
 
+def records_of(tune: dict) -> list:
+    """The tuning protocol's records a tune step wrote (none in a tune.json from before it)."""
+    from neurips26.core import tuning
+
+    return [tuning.Record.from_json(r) for r in tune.get("records", [])]
+
+
+def fixed_records(params: dict) -> list:
+    """The knobs the paper fixes, for every method that has them (core.tuning.fixed)."""
+    from neurips26.core import tuning
+
+    from . import runner
+
+    o, methods, out = params["optim"], params["methods"], []
+    damped = set((params.get("damping_grid") or {})) & set(methods)
+    same = "the same for every method (the harness's budget)"
+    out.append(tuning.fixed("all methods", "steps", f"{params['classification']['steps']} (classification), "
+                            f"{params['lm']['steps']} (data-to-text)", f"{same}; the default DAG's time"))
+    out.append(tuning.fixed("all methods", "schedule", f"{o['schedule']}, warm-up {o['warmup']}", same))
+    out.append(tuning.fixed("all methods", "weight_decay", o["weight_decay"], same))
+    for m in methods:
+        if m in ("adamw", "loraplus", "scaled_adamw", "lora_pro"):
+            out.append(tuning.fixed(m, "adam_betas_eps", "0.9, 0.999, 1e-8", "torch's AdamW defaults, as the authors' code"))
+        if m == "loraplus":
+            out.append(tuning.fixed(m, "loraplus_ratio", o["loraplus_ratio"], "the LoRA+ paper's ratio"))
+        if m in ("adaprelora", "adafactor_proj", "full_adafactor"):
+            out.append(tuning.fixed(m, "adafactor_beta1_clip", f"{o['beta1']}, {o['clip_threshold']}",
+                                    "transformers' Adafactor settings (decay 1 - t^-0.8, eps1 1e-30)"))
+        if m in runner.DAMPED and m not in damped:
+            out.append(tuning.fixed(m, "damping", runner.default_damping(m, params),
+                                    "not in damping_grid: the config's value"))
+    return out
+
+
 def claims_summary(params: dict, tunes: dict, runs: dict) -> dict:
     """Per task and method: the per-seed scores and items, the memory figures (largest over
     seeds, and per seed), the validation score at the tuned lr (which picks the strongest
@@ -172,8 +243,11 @@ def claims_summary(params: dict, tunes: dict, runs: dict) -> dict:
              "peak_bytes": {m: max(r["methods"][m]["peak_bytes"] for r in seed_runs) for m in methods},
              "state_bytes_seeds": {m: [r["methods"][m]["state_bytes"] for r in seed_runs] for m in methods},
              "peak_bytes_seeds": {m: [r["methods"][m]["peak_bytes"] for r in seed_runs] for m in methods},
-             "val_score": {m: next((x["score"] for x in tunes[task]["trials"].get(m, [])
-                                    if x["lr"] == tunes[task]["tuned"].get(m)), None) for m in methods},
+             "val_score": {m: (tunes[task]["val_score"].get(m) if "val_score" in tunes[task] else
+                               next((x["score"] for x in tunes[task]["trials"].get(m, [])
+                                     if x["lr"] == tunes[task]["tuned"].get(m)), None)) for m in methods},
+             "strongest": tunes[task].get("strongest"),
+             "capped": {m: tuning.capped_note(records_of(tunes[task]), m, task) for m in methods},
              "late_share": {m: [late_share(r["methods"][m]["loss_curve"]) for r in seed_runs] for m in methods},
              "peak_kind": seed_runs[0]["methods"]["adaprelora"]["peak_kind"],
              "state_predicted": predicted_state_bytes(seed_runs[0], seed_runs[0]["beta1"])}
@@ -251,13 +325,16 @@ def figures(params, inputs, out: Path):
             ax.legend(fontsize=6)
     plotting.save(fig, figdir / "lr_sensitivity.png")
 
+    records = [r for t in tasks for r in records_of(tunes[t])] + fixed_records(params)
+    tuning.write_csv(out / "tuning.csv", P, records)
     summary = claims_summary(params, tunes, runs)
     rows = []
     for task, t in summary["tasks"].items():
         for m in methods:
             mean, sd = claims.mean_std(_fix_none(t["scores"][m]))
             row = {"task": task, "method": m, "metric": t["metric"], "mean": _sig(mean), "std": _sig(sd),
-                   "replicates": len(t["scores"][m]), "tuned_lr": t["tuned"][m], "state_bytes": t["state_bytes"][m],
+                   "replicates": len(t["scores"][m]), "tuned_lr": t["tuned"][m],
+                   "tuned_damping": tunes[task].get("damping", {}).get(m), "state_bytes": t["state_bytes"][m],
                    "peak_step_bytes": t["peak_bytes"][m], "peak_kind": t["peak_kind"]}
             for extra in ("exact_match", "rouge_l"):
                 if extra in t:
