@@ -21,7 +21,9 @@ def summary(strong_gain=0.05, uniform_gain=0.0, prefix_ours=0.1, prefix_cafd=0.3
             "prefix": {"strong": {"0.1": {"fedaba": [prefix_ours + 0.01 * s for s in range(3)],
                                           "cafd": [prefix_cafd + 0.01 * s + 0.002 * (-1) ** s for s in range(3)],
                                           "flexlora": [flex + 0.01 * s - 0.001 * (-1) ** s for s in range(3)]}}},
-            "checks": {"svd_rel_err": svd, "gauge_rel_err": gauge}}
+            "checks": {"svd_rel_err": svd, "gauge_rel_err": gauge},
+            # the tune step's validation choices
+            "strongest": {"strong": "flexlora", "uniform": "flexlora", "strong_lm": "flexlora"}}
 
 
 def by_id(rows):
@@ -100,3 +102,21 @@ def test_generative_rows_are_untested_when_no_aggregator_learns():
         assert rows[f"lm_beats_{b}"]["reproduced"] == "untested"
         assert "regime control 'lm_learns'" in rows[f"lm_beats_{b}"]["criterion"]
     assert rows["lm_prefix_stability"]["reproduced"] == "yes"  # a property of the factors: no regime
+
+
+def test_gain_row_is_untested_without_a_validation_choice():
+    s = summary()
+    del s["strongest"]
+    row = by_id(claim_rows(s, "default"))["gain_grows_with_heterogeneity"]
+    assert row["reproduced"] == "untested" and "validation choice" in row["criterion"]
+
+
+def test_a_capped_baseline_cannot_make_a_row_say_yes():
+    s = summary()
+    s["capped"] = {"strong": {"hetlora": "hetlora's lr = 0.3 on the high edge of its capped grid"}}
+    rows = by_id(claim_rows(s, "default"))
+    assert rows["beats_hetlora"]["reproduced"] == "inconclusive" and "capped grid" in rows["beats_hetlora"]["criterion"]
+    assert rows["beats_flexlora"]["reproduced"] == "yes"
+    s = summary(strong_gain=-0.05)
+    s["capped"] = {"strong": {"fedaba": "fedaba's lr = 0.3 on the high edge of its capped grid"}}
+    assert verdicts(claim_rows(s, "default"), "beats_") == {"inconclusive"}

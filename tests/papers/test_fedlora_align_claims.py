@@ -34,7 +34,9 @@ def _summary(holds: bool, level=0.6, iid_like=False):
             by[a][m] = entry(acc, col, row)
     return {"variants": {"topic_sentiment": {"alphas": ["0.1", "1.0", "10.0"], "seeds": 3, "methods": METHODS,
                                              "by_alpha": by, "classes": CLASSES,
-                                             "score": "global test accuracy (balanced)"}},
+                                             "score": "global test accuracy (balanced)",
+                                             # the tune step's validation choice
+                                             "strongest": {"0.1": "fedex_lora", "1.0": "fedex_lora"}}},
             "report_alphas": ["0.1", "1.0"]}
 
 
@@ -63,6 +65,23 @@ def test_ideal_is_not_the_strongest_existing_method():
     assert rows["cls_vs_strongest_a01"]["baseline"] != "ideal"
     assert rows["cls_vs_strongest_a01"]["reproduced"] == "yes"
     assert rows["cls_vs_ideal"]["reproduced"] == "no"
+    # a choice that is not an existing method (ideal) is refused: the row is untested
+    s["variants"]["topic_sentiment"]["strongest"]["0.1"] = "ideal"
+    rows = by_id(claim_rows(s, "default"))
+    assert rows["cls_vs_strongest_a01"]["reproduced"] == "untested"
+
+
+def test_a_capped_baseline_cannot_make_a_row_say_yes_nor_a_capped_method_no():
+    s = _summary(True)
+    s["variants"]["topic_sentiment"]["capped"] = {"fedit": "fedit's lr = 0.3 on the high edge of its capped grid"}
+    rows = by_id(claim_rows(s, "default"))
+    assert rows["cls_vs_fedit_a01"]["reproduced"] == "inconclusive"
+    assert "capped grid" in rows["cls_vs_fedit_a01"]["criterion"]
+    assert rows["cls_vs_strongest_a01"]["reproduced"] == "yes"  # FedEx-LoRA was not capped
+    s = _summary(False)
+    s["variants"]["topic_sentiment"]["capped"] = {"align": "align's lr = 0.3 on the high edge of its capped grid"}
+    rows = by_id(claim_rows(s, "default"))
+    assert {rows[f"cls_{i}"]["reproduced"] for i in ACC_IDS} == {"inconclusive"}
 
 
 def test_conflict_rows_cannot_say_yes_when_the_near_iid_federation_passes():
@@ -89,7 +108,8 @@ def _lm_summary(holds: bool, level=0.6):
     methods = ["fedit", "flora", "ideal", "align"]
     by = {a: {m: s["by_alpha"][a][m] for m in methods} for a in ("0.1", "10.0")}
     return {"variants": {"data_to_text": {"alphas": ["0.1", "10.0"], "seeds": 3, "methods": methods, "by_alpha": by,
-                                          "score": "mean token accuracy (teacher-forced)", "classes": ["1", "2"]}},
+                                          "score": "mean token accuracy (teacher-forced)", "classes": ["1", "2"],
+                                          "strongest": {"0.1": "flora"}}},
             "report_alphas": ["0.1", "1.0"]}
 
 

@@ -1,7 +1,7 @@
 """FedAbA: basis-consistent federated LoRA with heterogeneous ranks (fedaba)."""
 
 TITLE = "FedAbA: basis-consistent federated LoRA with heterogeneous ranks"
-STEPS = ("train", "figures")
+STEPS = ("tune", "train", "figures")
 
 _OURS = ("fedaba", "fedaba_svd", "cafd", "hetlora", "flexlora")
 
@@ -22,6 +22,9 @@ def check_config(block: dict) -> list[str]:
         for agg in v.get("aggregators", []):
             if agg not in _OURS + ("zero_padding", "flora", "fedit", "ideal"):
                 problems.append(f"variants.{name}.aggregators: unknown '{agg}'")
+    tune = block.get("tune", {})
+    if tune and tune.get("seed") in block.get("seeds", []):
+        problems.append(f"tune.seed: {tune['seed']} is one of the test seeds; the tuning seed must be disjoint from them")
     aggs = block.get("aggregators", [])
     if "fedaba" not in aggs:
         problems.append("aggregators: must include fedaba (the claims compare it)")

@@ -7,6 +7,9 @@
      "prefix": {variant: {alpha: {aggregator: [mean round-to-round distance of the lowest-rank
                 dispatched prefix per seed]}}},
      "checks": {"svd_rel_err": float, "gauge_rel_err": float},
+     "strongest": {variant: the strongest baseline of that profile, chosen on validation data in the
+                   tune step before any test number was read},
+     "capped": {variant: {aggregator: tuning.capped_note of its learning rate ('' when interior)}},
      "lm": {variant: {"alpha": alpha key, "low_rank": int,
                       "acc": {alpha: {aggregator: [mean token accuracy per seed]}},
                       "prefix": {alpha: {aggregator: [prefix distance per seed]}}}}}
@@ -43,6 +46,12 @@ def _best_by_mean(acc: dict, names) -> str | None:
     return max(present, key=lambda a: claims.mean_std(acc[a])[0]) if present else None
 
 
+def _caps(summary: dict, variant: str, method: str, baseline: str) -> dict:
+    """The tuning protocol's notes for a row comparing `method` with `baseline` on `variant`."""
+    c = summary.get("capped", {}).get(variant, {})
+    return {"method_capped": c.get(method, ""), "baseline_capped": c.get(baseline, "")}
+
+
 def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
     sheet = claims.Sheet(P, scale, spec=spec)
     strong, uniform, alpha = summary["strong"], summary["uniform"], str(summary["alpha"])
@@ -54,29 +63,43 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
         if not theirs:
             sheet.untested(f"beats_{base}", f"{NAMES[base]} was not run on {where}")
             continue
-        sheet.comparison(f"beats_{base}", ours, theirs, method=f"FedAbA ({where})")
+        sheet.comparison(f"beats_{base}", ours, theirs, method=f"FedAbA ({where})", **_caps(summary, strong, "fedaba", base))
 
-    # the gain over the best baseline of each seed, strongest profile vs uniform ranks
+    # the gain over the profile's strongest baseline (chosen on validation data), strongest profile vs uniform ranks
+    chosen = summary.get("strongest", {})
+
     def gain(variant):
         acc = _get(summary, "acc", variant, alpha)
-        present = [b for b in BASELINES if b in acc]
-        if "fedaba" not in acc or not present:
+        b = chosen.get(variant)
+        if "fedaba" not in acc or b not in acc:
             return []
-        return [a - max(acc[b][s] for b in present) for s, a in enumerate(acc["fedaba"])]
-    sheet.comparison("gain_grows_with_heterogeneity", gain(strong), gain(uniform),
-                     method=f"gain at {strong}", baseline=f"gain at {uniform}",
-                     how="gain = FedAbA - the best of the baselines on the same seed")
+        return [a - acc[b][s] for s, a in enumerate(acc["fedaba"])]
+    if chosen.get(strong) is None or chosen.get(uniform) is None:
+        sheet.untested("gain_grows_with_heterogeneity", "no validation choice of the strongest baseline for "
+                       + " and ".join(v for v in (strong, uniform) if chosen.get(v) is None))
+    else:
+        # a larger gain at the strong profile may come from an under-tuned strong-profile baseline or an under-tuned
+        # FedAbA at uniform ranks (blocks `yes`), a smaller one from the reverse (blocks `no`)
+        cs, cu = _caps(summary, strong, "fedaba", chosen[strong]), _caps(summary, uniform, "fedaba", chosen[uniform])
+        sheet.comparison("gain_grows_with_heterogeneity", gain(strong), gain(uniform),
+                         method=f"gain at {strong}", baseline=f"gain at {uniform}",
+                         how=f"gain = FedAbA - the profile's strongest baseline, chosen on validation data of the tuning "
+                             f"seed before any test number was read ({strong}: {NAMES.get(chosen[strong], chosen[strong])}; "
+                             f"{uniform}: {NAMES.get(chosen[uniform], chosen[uniform])})",
+                         method_capped="; ".join(x for x in (cs["method_capped"], cu["baseline_capped"]) if x),
+                         baseline_capped="; ".join(x for x in (cs["baseline_capped"], cu["method_capped"]) if x))
     prefix = _get(summary, "prefix", strong, alpha)
     sheet.comparison("prefix_stability", prefix.get("fedaba") if prefix else [], prefix.get("cafd") if prefix else [],
-                     method=f"FedAbA (rank-{low} prefix, {where})")
+                     method=f"FedAbA (rank-{low} prefix, {where})", **_caps(summary, strong, "fedaba", "cafd"))
     if prefix and prefix.get("flexlora"):
         sheet.comparison("prefix_null_flexlora", prefix["flexlora"], prefix.get("cafd", []),
                          method=f"FlexLoRA (rank-{low} prefix, {where})")
     else:
         sheet.untested("prefix_null_flexlora", f"FlexLoRA was not run on {where}")
     sheet.comparison("low_rank_accuracy", _get(summary, "acc_low", strong, alpha, "fedaba"),
-                     _get(summary, "acc_low", strong, alpha, "cafd"), method=f"FedAbA (rank-{low} clients, {where})")
-    _lm(sheet, summary.get("lm", {}))
+                     _get(summary, "acc_low", strong, alpha, "cafd"), method=f"FedAbA (rank-{low} clients, {where})",
+                     **_caps(summary, strong, "fedaba", "cafd"))
+    _lm(sheet, summary.get("lm", {}), summary)
     checks = summary.get("checks", {})
     sheet.check("svd_refactorization", checks.get("svd_rel_err"))
     sheet.check("gauge_invariance", checks.get("gauge_rel_err"))
@@ -84,7 +107,7 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
     return sheet.rows()
 
 
-def _lm(sheet: claims.Sheet, lm: dict) -> None:
+def _lm(sheet: claims.Sheet, lm: dict, summary: dict | None = None) -> None:
     """The generative rows, on the most heterogeneous generative profile (see the module docstring)."""
     ids = ["lm_learns", "lm_prefix_null_flexlora", "lm_prefix_stability", *(f"lm_beats_{b}" for b in BASELINES)]
     if not lm:
@@ -105,9 +128,11 @@ def _lm(sheet: claims.Sheet, lm: dict) -> None:
         if base not in acc or "fedaba" not in acc:
             sheet.untested(f"lm_beats_{base}", f"{NAMES[base]} was not run on {where}")
             continue
-        sheet.comparison(f"lm_beats_{base}", acc["fedaba"], acc[base], method=f"FedAbA ({where})")
+        sheet.comparison(f"lm_beats_{base}", acc["fedaba"], acc[base], method=f"FedAbA ({where})",
+                         **_caps(summary or {}, v, "fedaba", base))
     if "fedaba" in prefix and "cafd" in prefix:
-        sheet.comparison("lm_prefix_stability", prefix["fedaba"], prefix["cafd"], method=f"FedAbA (rank-{low} prefix, {where})")
+        sheet.comparison("lm_prefix_stability", prefix["fedaba"], prefix["cafd"], method=f"FedAbA (rank-{low} prefix, {where})",
+                         **_caps(summary or {}, v, "fedaba", "cafd"))
     else:
         sheet.untested("lm_prefix_stability", f"FedAbA or CAFD was not run on {where}")
     if "flexlora" in prefix and "cafd" in prefix:

@@ -1,5 +1,7 @@
-"""The steps the CLI calls for fedaba: train (one rank profile x seed: every Dirichlet alpha x every
-aggregator, one federation each, on the shared federated-LoRA harness) -> figures.
+"""The steps the CLI calls for fedaba: tune (one rank profile: every aggregator's learning rate and the
+strongest baseline on a validation split of the tuning seed's clients' data, `tune.py`) -> train (one
+rank profile x seed: every Dirichlet alpha x every aggregator, one federation each at its tuned
+learning rate, on the shared federated-LoRA harness) -> figures.
 
 A rank profile (variant) gives the clients' LoRA ranks (cycled over `fed.clients`); a seed draws the
 task's sentences, the Dirichlet splits, the clients' initialisation and minibatches. All aggregators of
@@ -19,13 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import claims, io, plotting, tracking, tuning
 
 from . import claims as paper_claims
 from .claims import NAMES
 
 DIGITS = 6
-BASELINE_NAMES = ("zero_padding", "hetlora", "flexlora", "flora")
 
 
 def _aggregator(name: str, settings: dict):
@@ -80,16 +81,15 @@ def _lm_task(params: dict, inputs: dict, seed: int):
     return base, tr, te, classes, targets, report
 
 
-def train(params: dict, inputs: dict, out: Path) -> list[Path]:
+def _task(params: dict, inputs: dict, seed: int):
+    """(federation settings, base model, train set, test set, classes, LoRA targets, split labels,
+    is_lm, data report) of the job's profile, drawn with `seed`."""
     import torch
 
     from neurips26.core.lm import load_minilm
-    from neurips26.papers.fed_harness import simulation, split, tasks
+    from neurips26.papers.fed_harness import tasks
 
-    from . import diagnostics
-    from .method import FedAbA
-
-    fed, data, seed = dict(params["fed"]), params["data"], int(params["seed"])
+    fed, data = dict(params["fed"]), params["data"]
     variant = params["variant_settings"]
     lm = is_lm(variant)
     report = {}
@@ -121,27 +121,62 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
         base = tasks.CLSLayerClassifier(enc.encoder.layer[-1], classes)
         targets = fed["targets"]
         split_labels = train_set.labels.numpy()
+    return fed, base, train_set, test_set, classes, targets, split_labels, lm, report
+
+
+def _client_split(split_labels, fed: dict, alpha: float, seed: int):
+    from neurips26.papers.fed_harness import split
+
+    rng = np.random.default_rng([seed, int(round(float(alpha) * 1000)), 7])
+    return split.dirichlet_split(split_labels, fed["clients"], float(alpha), rng, min_size=fed["min_client_size"])
+
+
+def _fed_settings(fed: dict, targets, seed: int, lr: float):
+    from neurips26.papers.fed_harness import simulation
+
+    return simulation.FedSettings(rounds=fed["rounds"], local_steps=fed["local_steps"], batch_size=fed["batch_size"],
+                                  lr=float(lr), targets=tuple(targets), seed=seed)
+
+
+def client_scores(res, lm: bool) -> np.ndarray:
+    """Each client's score: its balanced accuracy (the generative task: mean token accuracy)."""
+    return np.nanmean(res.per_class_acc if not lm else res.per_class_token_acc, axis=1)
+
+
+def tune(params: dict, inputs: dict, out: Path) -> list[Path]:
+    from . import tune as tuning_step
+
+    return tuning_step.run(params, inputs, out)
+
+
+def train(params: dict, inputs: dict, out: Path) -> list[Path]:
+    from neurips26.papers.fed_harness import simulation
+
+    from . import diagnostics
+    from .method import FedAbA
+
+    seed = int(params["seed"])
+    variant = params["variant_settings"]
+    fed, base, train_set, test_set, classes, targets, split_labels, lm, report = _task(params, inputs, seed)
     ranks = _client_ranks(variant["ranks"], fed["clients"])
-    settings = simulation.FedSettings(rounds=fed["rounds"], local_steps=fed["local_steps"], batch_size=fed["batch_size"],
-                                      lr=fed["lr"], targets=tuple(targets), seed=seed)
     low = min(ranks)
     groups = {r: [i for i, x in enumerate(ranks) if x == r] for r in sorted(set(ranks))}
     results, checks = {}, {"svd_rel_err": 0.0, "gauge_rel_err": 0.0}
     alphas = variant.get("alphas", params["alphas"])
     aggregators = list(variant.get("aggregators") or params["aggregators"])
+    lrs = tuning.chosen(io.read_json(inputs["tune"] / "tune.json"), "lr", aggregators)
     for ai, alpha in enumerate(alphas):
-        rng = np.random.default_rng([seed, int(round(float(alpha) * 1000)), 7])
-        parts = split.dirichlet_split(split_labels, fed["clients"], float(alpha), rng,
-                                      min_size=fed["min_client_size"])
+        parts = _client_split(split_labels, fed, alpha, seed)
         per_agg = {}
         for name in aggregators:
             rec = diagnostics.Recorder(_aggregator(name, params.get("aggregator_settings", {})))
             # the checkpoint key names the inner aggregator's settings (the wrapper hides them from the engine)
             key = {"paper": "fedaba", "variant": params["variant"], "seed": seed, "alpha": alpha, "agg": name,
                    "agg_settings": params.get("aggregator_settings", {}).get(name, {})}
-            res = simulation.run_federation(base, train_set, test_set, parts, ranks, rec, settings,
+            res = simulation.run_federation(base, train_set, test_set, parts, ranks, rec,
+                                            _fed_settings(fed, targets, seed, lrs[name]),
                                             out / "runs" / f"alpha{alpha}_{name}", key, classes)
-            client_acc = np.nanmean(res.per_class_acc if not lm else res.per_class_token_acc, axis=1)
+            client_acc = client_scores(res, lm)
             per_agg[name] = {
                 "acc": _sig(float(client_acc.mean())),
                 "acc_clients": [_sig(x) for x in client_acc],
@@ -162,7 +197,7 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
                         lambda: FedAbA(**params.get("aggregator_settings", {}).get("fedaba", {})), B, A, sizes, rk))
         results[str(float(alpha))] = per_agg
     metrics = {"variant": params["variant"], "seed": seed, "ranks": ranks, "heterogeneity": heterogeneity(ranks),
-               "alphas": [str(float(a)) for a in alphas], "aggregators": aggregators,
+               "alphas": [str(float(a)) for a in alphas], "aggregators": aggregators, "lr": lrs,
                "results": results, "checks": {k: _sig(v) for k, v in checks.items()}}
     if lm:
         metrics["task"] = "data_to_text"
@@ -196,6 +231,12 @@ def _mean(xs):
 def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
     all_variants, seeds = params["run_variants"], params["seeds"]
     runs = _load(Path(inputs["train"]), all_variants, seeds)
+    tuned = {v: io.read_json(Path(inputs["tune"]) / v / "tune.json") for v in all_variants}
+    records = [tuning.Record.from_json(r) for v in all_variants for r in tuned[v]["records"]]
+    tuning.write_csv(out / "tuning.csv", "fedaba", records)
+    key_of = lambda agg: "zeropad" if agg == "zero_padding" else agg  # noqa: E731  (the claims' names)
+    # the strongest baseline of each profile: chosen on validation data in the tune step, before any test number
+    chosen = {v: tuned[v]["strongest"] for v in all_variants}
     lm_variants = [v for v in all_variants if runs[v][0].get("task") == "data_to_text"]
     variants = [v for v in all_variants if v not in lm_variants]  # the classification profiles
     figdir = out / "figures"
@@ -276,15 +317,15 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
     for a in [a for a in alphas_of[strong] if all(a in alphas_of[v] for v in variants)]:
         gains = []
         for v in order:
-            base = [b for b in aggs if b in BASELINE_NAMES]
-            g = [runs[v][i]["results"][a]["fedaba"]["acc"] - max(runs[v][i]["results"][a][b]["acc"] for b in base)
-                 for i in range(len(seeds))] if base else [math.nan] * len(seeds)
+            b = chosen[v]
+            g = [runs[v][i]["results"][a]["fedaba"]["acc"] - runs[v][i]["results"][a][b]["acc"]
+                 for i in range(len(seeds))] if b in aggs else [math.nan] * len(seeds)
             gains.append(g)
         ax.errorbar([het[v] for v in order], [np.mean(g) for g in gains], yerr=[np.std(g) for g in gains],
                     marker="o", capsize=3, label=f"alpha={a}")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("rank heterogeneity log2(max rank / min rank)")
-    ax.set_ylabel("FedAbA accuracy - best baseline")
+    ax.set_ylabel("FedAbA accuracy - strongest baseline (chosen on validation)")
     ax.set_title(f"gain against rank heterogeneity ({len(seeds)} seeds)")
     ax.legend(fontsize=7)
     plotting.save(fig, figdir / "gain_vs_heterogeneity.png")
@@ -295,7 +336,7 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
         for a in alphas_of[v]:
             for agg in aggs:
                 row = {"variant": v, "ranks": "/".join(map(str, sorted(set(runs[v][0]["ranks"])))),
-                       "heterogeneity": het[v], "alpha": a, "aggregator": agg,
+                       "heterogeneity": het[v], "alpha": a, "aggregator": agg, "lr": runs[v][0]["lr"][agg],
                        "accuracy": claims.fmt(series(v, a, agg, "acc"))}
                 for r in sorted(set(runs[v][0]["ranks"])):
                     row[f"acc_rank{r}"] = claims.fmt(series(v, a, agg, "acc_by_rank", r))
@@ -308,7 +349,7 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
         for a in alphas_of[v]:
             for agg in v_aggs:
                 row = {"variant": v, "ranks": "/".join(map(str, sorted(set(runs[v][0]["ranks"])))),
-                       "heterogeneity": runs[v][0]["heterogeneity"], "alpha": a, "aggregator": agg,
+                       "heterogeneity": runs[v][0]["heterogeneity"], "alpha": a, "aggregator": agg, "lr": runs[v][0]["lr"][agg],
                        "accuracy": claims.fmt(series(v, a, agg, "acc")), "exact_match": claims.fmt(series(v, a, agg, "exact"))}
                 for r in sorted(set(runs[v][0]["ranks"])):
                     row[f"acc_rank{r}"] = claims.fmt(series(v, a, agg, "acc_by_rank", r))
@@ -322,6 +363,9 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
     rows += lm_rows
     summary = {"strong": strong, "uniform": uniform, "alpha": claim_alpha, "low_rank": low, "lm": lm_summary,
                "acc": {}, "acc_low": {}, "prefix": {},
+               "strongest": {v: key_of(chosen[v]) for v in all_variants if chosen[v]},
+               "capped": {v: {key_of(a): tuning.capped_note(records, a, v) for a in runs[v][0]["aggregators"]}
+                          for v in all_variants},
                "checks": {k: max(m["checks"][k] for v in all_variants for m in runs[v]) for k in first["checks"]}}
     for v in variants:
         lo_v = min(runs[v][0]["ranks"])
@@ -331,4 +375,4 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
                 summary["acc"].setdefault(v, {}).setdefault(a, {})[key] = series(v, a, agg, "acc")
                 summary["acc_low"].setdefault(v, {}).setdefault(a, {})[key] = series(v, a, agg, "acc_by_rank", lo_v)
                 summary["prefix"].setdefault(v, {}).setdefault(a, {})[key] = series(v, a, agg, "prefix_by_rank", lo_v)
-    return claims.write_tables(out, rows, paper_claims.claim_rows(summary, params["scale"]))
+    return claims.write_tables(out, rows, paper_claims.claim_rows(summary, params["scale"])) + [out / "tuning.csv"]

@@ -1,7 +1,7 @@
 """ALIGN: subspace alignment for federated LoRA (fedlora_align)."""
 
 TITLE = "ALIGN: subspace alignment for federated LoRA"
-STEPS = ("data", "train", "figures")
+STEPS = ("data", "tune", "train", "figures")
 
 METHODS = ("fedit", "ffa_lora", "flora", "fedex_lora", "fedsa_lora", "ideal", "align", "align_no_drift")
 TASKS = ("topic", "topic_sentiment", "intent", "data_to_text")
@@ -25,6 +25,9 @@ def check_config(block: dict) -> list[str]:
     fed, data = block.get("federation", {}), block.get("data", {})
     if fed and data and fed.get("clients", 1) * fed.get("min_client_size", 1) > data.get("n_train", 0):
         problems.append("federation.clients: clients x min_client_size exceeds data.n_train")
+    tune = block.get("tune", {})
+    if tune and tune.get("seed") in block.get("seeds", []):
+        problems.append(f"tune.seed: {tune['seed']} is one of the test seeds; the tuning seed must be disjoint from them")
     for a in fed.get("report_alphas", []):
         if a not in fed.get("alphas", []):
             problems.append(f"federation.report_alphas: {a} is not one of federation.alphas")

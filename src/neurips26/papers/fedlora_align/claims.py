@@ -12,7 +12,10 @@ accuracy). Each track has a regime control (some method learns the task: above c
 or above the token-accuracy floor 0.1) gating its accuracy rows, and null controls for the
 column-conflict rows: the same comparison in the near-iid federation (the largest alpha).
 "ideal" aggregation is a control, not an existing method: it is not a candidate for the
-strongest baseline.
+strongest baseline. The strongest existing method of each report alpha is the tune step's
+validation choice (`s["strongest"]`, alpha -> method), never the test means the rows read;
+`s["capped"]` (method -> `tuning.capped_note`) stops a row from saying `yes` when its baseline's
+learning rate stayed on a capped grid edge, or `no` when the method's did.
 """
 
 from __future__ import annotations
@@ -72,6 +75,12 @@ def _track(sheet: claims.Sheet, t: str, v: str, s: dict, report_alphas) -> None:
         sheet.comparison(f"{t}_{i}", m, b, **kw)
         done.add(i)
 
+    capped = s.get("capped", {})
+
+    def caps(m, b):
+        """The tuning protocol's notes for a row comparing method m with baseline b."""
+        return {"method_capped": capped.get(m, ""), "baseline_capped": capped.get(b, "")}
+
     # regime: some method (ideal included) learns the task at the most heterogeneous alpha
     best = max(methods, key=lambda m: _mean(by[lo][m]["acc_global"]))
     if t == "gen":
@@ -97,7 +106,7 @@ def _track(sheet: claims.Sheet, t: str, v: str, s: dict, report_alphas) -> None:
                method=f"column spaces, {ref}, alpha={lo} ({v})", baseline=f"row spaces, alpha={lo}")
     if "align" in methods and "fedit" in methods:
         comparison("align_conflict", by[lo]["align"]["column"], by[lo]["fedit"]["column"],
-                   method=f"align, alpha={lo} ({v})", baseline=f"fedit, alpha={lo}")
+                   method=f"align, alpha={lo} ({v})", baseline=f"fedit, alpha={lo}", **caps("align", "fedit"))
         if lo != hi:
             comparison("align_conflict_iid", by[hi]["align"]["column"], by[hi]["fedit"]["column"],
                        method=f"align, alpha={hi} ({v})", baseline=f"fedit, alpha={hi}")
@@ -111,19 +120,24 @@ def _track(sheet: claims.Sheet, t: str, v: str, s: dict, report_alphas) -> None:
                 continue
             if "fedit" in existing:
                 comparison(f"vs_fedit_{suffix}", by[a]["align"]["acc_global"], by[a]["fedit"]["acc_global"],
-                           method=f"align, alpha={a} ({v})")
+                           method=f"align, alpha={a} ({v})", **caps("align", "fedit"))
             if existing:
-                strongest = max(existing, key=lambda b: _mean(by[a][b]["acc_global"]))
+                strongest = s.get("strongest", {}).get(a)
+                if strongest not in existing:
+                    untested(f"vs_strongest_{suffix}", f"no validation choice of the strongest existing method at alpha {a} "
+                             f"(the tune step chose {strongest!r} among {', '.join(existing)})")
+                    continue
                 comparison(f"vs_strongest_{suffix}", by[a]["align"]["acc_global"], by[a][strongest]["acc_global"],
-                           method=f"align, alpha={a} ({v})", baseline=strongest,
-                           how="the strongest existing method chosen by its mean on the same test seeds (no validation "
-                               "split; the choice favours the baseline)")
+                           method=f"align, alpha={a} ({v})", baseline=strongest, **caps("align", strongest),
+                           how="the strongest existing method chosen on validation data of the tuning seed (held-out "
+                               "client examples, every method at its tuned learning rate; ideal aggregation is a "
+                               "control, not a candidate) before any test number was read")
         if "ideal" in methods:
             comparison("vs_ideal", by[lo]["align"]["acc_global"], by[lo]["ideal"]["acc_global"],
-                       method=f"align, alpha={lo} ({v})")
+                       method=f"align, alpha={lo} ({v})", **caps("align", "ideal"))
         if "align_no_drift" in methods:
             comparison("drift", by[lo]["align"]["acc_global"], by[lo]["align_no_drift"]["acc_global"],
-                       method=f"align, alpha={lo} ({v})")
+                       method=f"align, alpha={lo} ({v})", **caps("align", "align_no_drift"))
     for i in TRACK_IDS:
         if i not in done:
             what = ("alpha " + next(a for a, x in ALPHA_IDS.items() if i.endswith(x))

@@ -1,9 +1,12 @@
-"""The steps the CLI calls for fedlora_align: data -> train -> figures.
+"""The steps the CLI calls for fedlora_align: data -> tune -> train -> figures.
 
 `data` (one job per variant and seed) draws the task's sentences and runs the frozen lower
-layers of all-MiniLM-L6-v2 once; `train` (same grid, the federations) splits the training set over the
+layers of all-MiniLM-L6-v2 once (the tuning seed's data too); `tune` (one job per variant, `tune.py`)
+chooses every method's learning rate and the strongest existing method on a validation split of
+the tuning seed's clients' data; `train` (same grid, the federations) splits the training set over the
 clients with Dirichlet label skew for every alpha and runs every method's federation on it
-(the same split, initialisation, minibatches, local steps and optimizer for every method),
+(the same split, initialisation, minibatches, local steps and optimizer for every method; each
+method's learning rate as tuned),
 recording test accuracy and, per round and LoRA module, the principal-angle conflict between
 the clients' column spaces and row spaces; `figures` writes the plots, tables and claims.
 
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import claims, io, plotting, tracking, tuning
 
 from .claims import claim_rows
 
@@ -102,16 +105,13 @@ def data(params, inputs, out: Path):
     return [out / "data.json"]
 
 
-def train(params, inputs, out: Path):
-    import time
+def _task(params, inputs):
+    """(base model, train set, test set, classes, LoRA targets, split labels, is_lm, federation
+    settings) of the job's variant, from the data step's output `inputs["data"]`."""
+    from neurips26.papers.fed_harness import generative, tasks
 
-    from neurips26.papers.fed_harness import split, simulation, tasks
-
-    from neurips26.papers.fed_harness import generative
-
-    seed, v = params["seed"], params["variant_settings"]
+    v = params["variant_settings"]
     f = lm_federation(params, v)
-    methods = list(v.get("methods") or params["methods"])
     lm = v["task"] == "data_to_text"
     if lm:
         base, tok = generative.load_base(lm_source(params, inputs), key="fedlora_align.lm.model")
@@ -123,16 +123,57 @@ def train(params, inputs, out: Path):
         base = tasks.last_layer(params["data"].get("encoder_dir"), classes, key="fedlora_align.data.encoder_dir")
         targets = f["targets"]
         labels = train_set.labels.numpy()
-    settings = simulation.FedSettings(rounds=f["rounds"], local_steps=f["local_steps"], batch_size=f["batch_size"],
-                                      lr=f["lr"], weight_decay=f["weight_decay"], targets=tuple(targets),
-                                      seed=seed, conflict_rank=f["rank"])
-    metrics = {"variant": params["variant"], "seed": seed, "classes": classes, "alphas": {}}
+    return base, train_set, test, classes, targets, labels, lm, f
+
+
+def _fed_settings(f: dict, targets, seed: int, lr: float):
+    from neurips26.papers.fed_harness import simulation
+
+    return simulation.FedSettings(rounds=f["rounds"], local_steps=f["local_steps"], batch_size=f["batch_size"],
+                                  lr=float(lr), weight_decay=f["weight_decay"], targets=tuple(targets),
+                                  seed=seed, conflict_rank=f["rank"])
+
+
+def _client_split(labels, f: dict, alpha: float, index: int, seed: int):
+    """The Dirichlet split of alpha (the `index`-th of the variant's alphas) of seed `seed`."""
+    from neurips26.papers.fed_harness import split
+
+    rng = np.random.default_rng([seed, index, 11])
+    return split.dirichlet_split(labels, f["clients"], alpha, rng, min_size=f["min_client_size"])
+
+
+def _scores(res, p, shares, lm: bool) -> dict:
+    """acc_global (balanced accuracy of every client's model on the evaluation set, weighted by
+    data share; the generative task: mean token accuracy), acc_local (per-class accuracies
+    reweighted by each client's label shares) and, for the generative task, the exact matches."""
+    def pair(acc):
+        return float((p * np.nanmean(acc, 1)).sum()), float((p * (shares * np.nan_to_num(acc)).sum(1)).sum())
+
+    if not lm:
+        g, loc = pair(res.per_class_acc)
+        return {"acc_global": g, "acc_local": loc}
+    eg, el = pair(res.per_class_acc)
+    g, loc = pair(res.per_class_token_acc)
+    return {"acc_global": g, "acc_local": loc, "exact_global": eg, "exact_local": el}
+
+
+def train(params, inputs, out: Path):
+    import time
+
+    from neurips26.papers.fed_harness import simulation, split
+
+
+    seed, v = params["seed"], params["variant_settings"]
+    base, train_set, test, classes, targets, labels, lm, f = _task(params, inputs)
+    methods = list(v.get("methods") or params["methods"])
+    lrs = tuning.chosen(io.read_json(inputs["tune"] / "tune.json"), "lr", methods)
+    metrics = {"variant": params["variant"], "seed": seed, "classes": classes, "alphas": {},
+               "lr": {m: lrs[m] for m in methods}}
     if lm:
         metrics["score"] = "mean token accuracy (teacher-forced)"
     timing = {}
     for ai, alpha in enumerate(f["alphas"]):
-        rng = np.random.default_rng([seed, ai, 11])
-        parts = split.dirichlet_split(labels, f["clients"], alpha, rng, min_size=f["min_client_size"])
+        parts = _client_split(labels, f, alpha, ai, seed)
         shares = split.label_shares(labels, parts, classes)
         sizes = [len(p) for p in parts]
         p = np.asarray(sizes, dtype=float) / sum(sizes)
@@ -141,31 +182,27 @@ def train(params, inputs, out: Path):
         for name in methods:
             t0 = time.perf_counter()
             res = simulation.run_federation(base, train_set, test, parts, [f["rank"]] * f["clients"], _aggregator(name, params),
-                                            settings, out, {"variant": params["variant"], "alpha": alpha, "method": name},
-                                            classes)
+                                            _fed_settings(f, targets, seed, lrs[name]), out,
+                                            {"variant": params["variant"], "alpha": alpha, "method": name}, classes)
             timing[f"{alpha}/{name}"] = time.perf_counter() - t0
-            acc = res.per_class_acc
-            acc_global = float((p * np.nanmean(acc, 1)).sum())
-            acc_local = float((p * (shares * np.nan_to_num(acc)).sum(1)).sum())
+            sc = _scores(res, p, shares, lm)
             rounds = [{k: (io.significant(v, DIGITS) if isinstance(v, float) else v) for k, v in r.items()}
                       for r in res.rounds]
-            if lm:  # acc_*: mean token accuracy; exact_*: teacher-forced exact match
-                exact_global, exact_local = acc_global, acc_local
-                tacc = res.per_class_token_acc
-                acc_global = float((p * np.nanmean(tacc, 1)).sum())
-                acc_local = float((p * (shares * np.nan_to_num(tacc)).sum(1)).sum())
-            entry["methods"][name] = {"acc_global": io.significant(acc_global, DIGITS),
-                                      "acc_local": io.significant(acc_local, DIGITS), "rounds": rounds}
-            if lm:
-                entry["methods"][name].update(exact_global=io.significant(exact_global, DIGITS),
-                                              exact_local=io.significant(exact_local, DIGITS))
-            tracking.active().log_metrics({f"acc_global/{alpha}/{name}": acc_global, f"acc_local/{alpha}/{name}": acc_local})
-            print(f"fedlora_align: seed {seed} alpha {alpha} {name}: global accuracy {acc_global:.4f}, "
-                  f"local accuracy {acc_local:.4f}", flush=True)
+            entry["methods"][name] = {**{k: io.significant(x, DIGITS) for k, x in sc.items()}, "rounds": rounds}
+            tracking.active().log_metrics({f"acc_global/{alpha}/{name}": sc["acc_global"],
+                                           f"acc_local/{alpha}/{name}": sc["acc_local"]})
+            print(f"fedlora_align: seed {seed} alpha {alpha} {name} (lr {lrs[name]:g}): global accuracy "
+                  f"{sc['acc_global']:.4f}, local accuracy {sc['acc_local']:.4f}", flush=True)
         metrics["alphas"][str(alpha)] = entry
     io.write_json(out / "metrics.json", metrics)
     io.write_json(out / "timing.json", timing)
     return [out / "metrics.json", out / "timing.json"]
+
+
+def tune(params, inputs, out: Path):
+    from . import tune as tuning_step
+
+    return tuning_step.run(params, inputs, out)
 
 
 # ---------------------------------------------------------------- aggregation over seeds
@@ -205,14 +242,21 @@ def figures(params, inputs, out: Path):
     methods = params["methods"]
     figdir = out / "figures"
     runs = {v: [io.read_json(inputs["runs"] / v / f"seed{s}" / "metrics.json") for s in seeds] for v in variants}
+    tuned = {v: io.read_json(inputs["tune"] / v / "tune.json") for v in variants}
+    records = [tuning.Record.from_json(r) for v in variants for r in tuned[v]["records"]]
+    tuning.write_csv(out / "tuning.csv", "fedlora_align", records)
     summary, rows = {}, []
     for v in variants:
         s = claims_summary(runs[v], methods)
+        # chosen on validation data in the tune step, before any test number was read
+        s["strongest"] = dict(tuned[v]["strongest"])
+        s["capped"] = {m: tuning.capped_note(records, m, v) for m in s["methods"]}
+        s["lr"] = {m: runs[v][0]["lr"][m] for m in s["methods"]}
         summary[v] = s
         for a in s["alphas"]:
             for m in s["methods"]:
                 d = s["by_alpha"][a][m]
-                row = {"variant": v, "alpha": a, "method": m, "seeds": len(seeds),
+                row = {"variant": v, "alpha": a, "method": m, "lr": s["lr"][m], "seeds": len(seeds),
                        "acc_global": claims.fmt(d["acc_global"]), "acc_local": claims.fmt(d["acc_local"]),
                        "column_conflict": claims.fmt(d["column"]), "row_conflict": claims.fmt(d["row"])}
                 if "exact_global" in d:
@@ -270,7 +314,7 @@ def figures(params, inputs, out: Path):
             ax = axes[0, 2 * vi + ci]
             for m in s["methods"]:
                 ys = [[s["by_alpha"][a][m][key][k] for a in s["alphas"]] for k in range(len(seeds))]
-                plotting.mean_band(ax, xs_of(s), ys, LABELS[m], COLOURS[m])
+                plotting.mean_band(ax, xs_of(s), ys, f"{LABELS[m]} (lr {s['lr'][m]:g})", COLOURS[m])
             ax.set_xscale("log")
             ax.set_xlabel("Dirichlet alpha (smaller = more heterogeneous)")
             ax.set_ylabel(name)
@@ -279,4 +323,5 @@ def figures(params, inputs, out: Path):
     plotting.save(fig, figdir / "accuracy_vs_heterogeneity.png")
 
     report_alphas = [str(a) for a in params["federation"]["report_alphas"]]
-    return claims.write_tables(out, rows, claim_rows({"variants": summary, "report_alphas": report_alphas}, scale))
+    return claims.write_tables(out, rows, claim_rows({"variants": summary, "report_alphas": report_alphas}, scale)) + [
+        out / "tuning.csv"]
