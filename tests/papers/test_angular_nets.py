@@ -4,6 +4,7 @@ real-format loaders, and a few training steps of every backbone."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -486,3 +487,39 @@ def test_glue_tsv_loader(tmp_path):
     assert ids[0, 0] == D.CLS and ids.shape == (2, 6) and mask[1].sum() == 6
     with pytest.raises(ValueError, match="glue_task"):
         D.read_glue_tsv(tmp_path / "train.tsv", "nope")
+
+
+def test_tune_extends_the_learning_rate_grid_past_an_edge_holding_the_best(tmp_path, monkeypatch):
+    """Validation accuracy that peaks above the grid's top rate: the tune step extends the grid
+    (one step of its own spacing per extension) until the best is interior, the same for every
+    method, and records it; with the cap reached first the record says capped."""
+    from neurips26.core import tuning
+    from neurips26.papers.angular_nets import steps
+
+    tried = {}
+
+    def fake_train_one(name, spec, backbone, params, train_set, test, info, out, lr=None, validation=None):
+        tried.setdefault(name.split("_lr")[0], []).append(lr)
+        return {"accuracy": 1.0 - abs(math.log10(lr) - math.log10(0.1)), "global_zero": True}
+
+    monkeypatch.setattr(steps, "train_one", fake_train_one)
+    params = {"variant": "bert", "variant_settings": {"backbone": "bert", "data": "markers", "methods": ["fp", "bnn"]},
+              "methods": {"fp": {"method": "fp"}, "bnn": {"method": "bnn", "bits": 1}},
+              "angular": {"nu": 2.5, "min_features": 0, "gain_init": 1.0, "projection": "gaussian", "centre": "sample"},
+              "data": {"train_size": 50, "test_size": 20, "seed": 1234, "seq_len": 12, "num_distractors": 5},
+              "tune": {"lrs": [0.003, 0.01], "validation_share": 0.2, "seed": 100}, "seeds": [0, 1, 2],
+              "tuning": {"extensions": 3}}
+    steps.tune(params, {}, tmp_path)
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    for name in ("fp", "bnn"):
+        assert sorted(tried[name]) == pytest.approx([0.003, 0.01, 0.0333333, 0.111111, 0.37037], rel=1e-4)
+        assert m["best_lr"][name] == pytest.approx(0.111111, rel=1e-4)
+    recs = [tuning.Record.from_json(r) for r in m["tuning"]]
+    assert {(r.method, r.status, r.edge, r.extensions, r.seed) for r in recs} == {
+        ("fp", "tuned", "", 3, 100), ("bnn", "tuned", "", 3, 100)}
+    tried.clear()
+    steps.tune({**params, "tuning": {"extensions": 1}}, {}, tmp_path)
+    recs = [tuning.Record.from_json(r) for r in json.loads((tmp_path / "metrics.json").read_text())["tuning"]]
+    assert {(r.status, r.edge, r.chosen) for r in recs} == {("capped", "high", 0.0333333)}
+    with pytest.raises(ValueError, match="tune.seed"):
+        steps.tune({**params, "tune": {**params["tune"], "seed": 0}}, {}, tmp_path)

@@ -39,13 +39,17 @@ def _summary(angular: float, baseline: float, items: bool = True, recovered: boo
     # outside it (a large gradient, or lambda_min = 0): misses do not count against the claim
     trials += [{"n": 8, "g_gradient_norm": 1e-5, "threshold": 0.0, "recovered": False} for _ in range(10)]
     trials += [{"n": 64, "g_gradient_norm": 0.1, "threshold": 2e-4, "recovered": False} for _ in range(5)]
+    # validation accuracy (the strongest baseline is chosen on it): the test means by default
+    validation = {n: sum(m["accuracy"]) / len(m["accuracy"]) for n, m in methods.items()}
     return {"experiments": {"vit": {"methods": methods, "nu_study": nu_study, "data_fixed": False, "data": "shapes",
-                                    "num_classes": classes}},
+                                    "num_classes": classes, "validation": validation,
+                                    "validation_split": "validation", "validation_seed": 100,
+                                    "nu_study_method": "angular_w1a1"}},
             "planted": {"trials": trials, "condition_margin": 0.5}}
 
 
-def _rows(summary: dict, scale: str = "default") -> dict:
-    return {r["id"]: r for r in claim_rows(summary, scale)}
+def _rows(summary: dict, scale: str = "default", records=None) -> dict:
+    return {r["id"]: r for r in claim_rows(summary, scale, records)}
 
 
 def _verdicts(summary: dict) -> dict:
@@ -131,3 +135,40 @@ def test_an_experiment_without_declared_rows_is_an_error():
     summary["experiments"]["mlp"] = summary["experiments"]["vit"]
     with pytest.raises(ValueError, match="no rows in claims.yaml"):
         claim_rows(summary, "default")
+
+
+def test_the_strongest_binary_baseline_is_chosen_on_validation_not_on_test():
+    # test accuracy favours bnn (xnor is 5 points below it), validation favours xnor: xnor is compared
+    summary = _summary(angular=0.7, baseline=0.5)
+    summary["experiments"]["vit"]["validation"].update({"bnn": 0.40, "xnor": 0.45})
+    row = _rows(summary)["one_bit__vit"]
+    assert row["baseline"] == "xnor"
+    assert row["baseline_value"].startswith("0.46")  # xnor's test mean, not bnn's
+    assert "the strongest of bnn, xnor on validation accuracy: xnor" in row["criterion"]
+
+
+def test_without_a_validation_score_the_one_bit_row_is_untested():
+    summary = _summary(angular=0.7, baseline=0.5)
+    summary["experiments"]["vit"]["validation"]["xnor"] = None
+    row = _rows(summary)["one_bit__vit"]
+    assert row["reproduced"] == "untested" and "no validation score for xnor" in row["criterion"]
+    # with one candidate there is nothing to choose: it is compared without a validation score
+    del summary["experiments"]["vit"]["methods"]["xnor"]
+    summary["experiments"]["vit"]["validation"]["bnn"] = None
+    row = _rows(summary)["one_bit__vit"]
+    assert row["baseline"] == "bnn" and row["reproduced"] == "yes" and "only 1-bit STE baseline" in row["criterion"]
+
+
+def test_a_capped_baseline_keeps_a_row_from_saying_yes_and_a_capped_method_from_saying_no():
+    from neurips26.core import tuning
+
+    def capped(method):
+        return tuning.Record(method, "lr", "capped", [0.003, 0.01], [0.1, 0.2], 0.01, 0.2, "accuracy", "higher",
+                             "high", 3, "vit")
+
+    yes = _rows(_summary(angular=0.7, baseline=0.5), records=[capped("lsq_w2a2")])["two_bit__vit"]
+    assert yes["reproduced"] == "inconclusive" and "lsq_w2a2's lr" in yes["criterion"]
+    no = _rows(_summary(angular=0.4, baseline=0.6), records=[capped("angular_w2a2")])["two_bit__vit"]
+    assert no["reproduced"] == "inconclusive"
+    other = _rows(_summary(angular=0.7, baseline=0.5), records=[capped("lsq_w2a2")])["matched_ste__vit"]
+    assert other["reproduced"] == "yes"  # a row whose sides were not capped is unaffected

@@ -404,3 +404,21 @@ def test_capture_subsamples_while_capturing_and_aligns_two_tokenizers_by_words(t
     merged = method.fuse(source, target, fusion, 0.5)
     with torch.no_grad():
         assert torch.isfinite(merged(input_ids=torch.tensor([tok_b(texts[0])["input_ids"]])).logits).all()
+
+
+def test_every_merge_records_the_same_fixed_strength_and_calibration_size(tmp_path):
+    """Nothing is tuned in bdc_merge: tuning.csv records the strength and calibration size fixed
+    at the same values for every merge (the targets and the source have none), each with a reason."""
+    from neurips26.core import tuning
+    from neurips26.papers.bdc_merge import steps
+
+    params = {"strength": 0.3, "calibration": {"size": 32}, "transport": {"reg_inner": 0.05, "reg_outer": 0.05,
+              "iterations": 500}, "bdc": {"layer_top_k": 1, "neuron_top_k": 4}, "lora": {"rank": 4, "alpha": 8,
+              "steps": 40, "lr": 0.003}}
+    records = steps.tuning_records(params, ["target", "source", "naive", "transport", "transport_lora", "bdc"])
+    assert {r.status for r in records} == {"fixed"} and all(r.note for r in records)
+    strength = {r.method: r.chosen for r in records if r.knob == "strength"}
+    assert strength == {m: 0.3 for m in ("naive", "transport", "transport_lora", "bdc")}
+    assert {r.method for r in records if r.knob == "lr"} == {"transport_lora"}
+    path = tuning.write_csv(tmp_path / "tuning.csv", "bdc_merge", records)
+    assert len(tuning.read_csv([path])) == len(records)

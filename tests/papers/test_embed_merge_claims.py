@@ -33,8 +33,8 @@ def _summary(ours: float, baselines: float, share_ratio: float, items: bool = Tr
                        "share": [c * share_ratio * (1 + 0.01 * s) for s, c in enumerate(chance)], "chance": chance}}
 
 
-def _rows(summary, scale="default"):
-    return {r["id"]: r for r in claim_rows(summary, scale)}
+def _rows(summary, scale="default", records=None):
+    return {r["id"]: r for r in claim_rows(summary, scale, records=records)}
 
 
 CLAIMS = [f"{k}_vision" for k in ("beats_weight_averaging", "beats_task_arithmetic", "inspace_beats_posthoc",
@@ -163,3 +163,20 @@ def test_claims_summary_carries_the_regime_and_validation_numbers():
     assert s["pretrained"] == pytest.approx([0.25] * 3)
     assert s["methods"]["embed_mean"]["val"] == [0.6] * 3
     assert s["pretrained_normalized"] == pytest.approx([(0.3 / 0.8 + 0.2 / 0.6) / 2] * 3)
+
+
+def test_a_capped_scale_keeps_a_row_from_saying_yes_or_no():
+    from neurips26.core import tuning
+
+    def capped(method):
+        return tuning.Record(method, "scale", "capped", [0.125, 32.0], [0.5, 0.6], 32.0, 0.6, "normalised accuracy",
+                             "higher", "high", 3, "vision, 8 tasks", 0)
+
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    summary["vision"]["full_count"] = 8
+    assert _rows(summary)["beats_task_arithmetic_vision"]["reproduced"] == "yes"
+    row = _rows(summary, records=[capped("task_arithmetic")])["beats_task_arithmetic_vision"]
+    assert row["reproduced"] == "inconclusive" and "task_arithmetic's scale = 32" in row["criterion"]
+    summary = _summary(ours=0.5, baselines=0.7, share_ratio=2.0)
+    summary["vision"]["full_count"] = 8
+    assert _rows(summary, records=[capped("embed_mean")])["beats_task_arithmetic_vision"]["reproduced"] == "inconclusive"

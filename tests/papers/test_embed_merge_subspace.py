@@ -159,3 +159,31 @@ def test_task_vectors_are_float32_for_float32_weights():
     for name in ("task_arithmetic", "tsv_merge", "embed_mean_posthoc"):
         update = baselines.make(name, {}).update(pre, [ft, ft])
         assert {u.dtype for u in update.values()} == {torch.float32}, name
+
+
+def test_the_scale_grid_extends_past_an_edge_holding_the_best_validation_score():
+    """Validation scores that peak above the grid's top scale: the grid grows by its own factor
+    until the best is interior; with the cap reached first the record says capped, and a row
+    comparing against that method cannot say yes."""
+    import math
+
+    from neurips26.core import tuning
+
+    tried = []
+
+    def evaluate(scale):
+        tried.append(scale)
+        return 1.0 - abs(math.log2(scale) - math.log2(64.0)) / 10
+
+    grid = [0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+    scale, score, grown, recs = steps.tune_scale(evaluate, grid, method="task_arithmetic", uses_scale=True,
+                                                 setting="vision, 8 tasks", seed=0, extensions=3)
+    assert scale == 64.0 and grown == grid + [64.0, 128.0] and sorted(tried) == grown
+    assert recs[0].status == "tuned" and recs[0].extensions == 2 and score == 1.0
+    scale, _, grown, recs = steps.tune_scale(evaluate, grid, method="task_arithmetic", uses_scale=True,
+                                             setting="vision, 8 tasks", seed=0, extensions=0)
+    assert scale == 32.0 and grown == grid and recs[0].status == "capped" and recs[0].edge == "high"
+    assert "task_arithmetic's scale = 32" in tuning.capped_note(recs, "task_arithmetic", "vision, 8 tasks")
+    scale, _, grown, recs = steps.tune_scale(evaluate, grid, method="weight_averaging", uses_scale=False,
+                                             setting="vision, 8 tasks", seed=0, extensions=3)
+    assert scale == 1.0 and grown == [1.0] and recs[0].status == "fixed"

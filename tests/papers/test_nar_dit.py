@@ -289,3 +289,18 @@ def test_size_trend_matches_numpy_polyfit():
     assert line["slope"] == pytest.approx(-0.1) and line["breakeven_params"] == pytest.approx(1e7)
     rising = size_prediction(size_trend([1e4, 1e5, 1e6], [[1.1, 1.2, 1.3]] * 3, [[1.0] * 3] * 3), 1e9)
     assert math.isnan(rising["breakeven_params"])
+
+
+def test_the_shared_training_knobs_are_recorded_fixed_for_every_regime(tmp_path):
+    from neurips26.core import tuning
+    from neurips26.papers.nar_dit import steps
+
+    params = {"train": {"lr": 0.003, "steps": 600, "batch_size": 24, "warmup_steps": 50, "weight_decay": 0.0,
+                        "ema_decay": 0.99}, "evaluate": {"guided_scale": 1.5}}
+    regimes = ["dit", "tread", "nar", "nar_inverted"]
+    records = steps.tuning_records(params, regimes)
+    assert {r.status for r in records} == {"fixed"} and all(r.note for r in records)
+    for knob, value in [("lr", 0.003), ("steps", 600), ("ema_decay", 0.99), ("guided_scale", 1.5)]:
+        assert {r.method: r.chosen for r in records if r.knob == knob} == {v: value for v in regimes}
+    path = tuning.write_csv(tmp_path / "tuning.csv", "nar_dit", records)
+    assert len(tuning.read_csv([path])) == len(records)

@@ -1,5 +1,5 @@
 # angular_nets: Angular Nets (low-bit angular layers, G-Gradient).
-# tune (learning-rate grid of the experiments in tune.variants) -> train (experiment x seed:
+# tune (learning rate of the experiments in tune.variants, by the tuning protocol) -> train (experiment x seed:
 # every method on one backbone and data set) + planted -> figures
 AN = "results/angular_nets"
 AN_FIGURES = ["accuracy_vs_bits", "accuracy_vs_nu", "planted_recovery"]
@@ -12,7 +12,7 @@ use rule neurips26_step as angular_nets_tune with:
         metrics=f"{AN}/tune/{{variant}}/metrics.json",
     params:
         step="angular_nets tune",
-        args=paper_params("angular_nets", "methods", "angular", "data", "arch", "train", "tune"),
+        args=paper_params("angular_nets", "methods", "angular", "data", "arch", "train", "tune", "seeds"),
         code=code_stamp("angular_nets"),
         out=folder_of("output", "metrics"),
     log:
@@ -75,6 +75,9 @@ use rule neurips26_step as angular_nets_figures with:
     input:
         metrics=grid("angular_nets", f"{AN}/train/{{variant}}/seed{{seed}}/metrics.json"),
         planted=rules.angular_nets_planted.output.metrics,
+        # the tuned experiments' tune metrics (their tuning records and validation scores)
+        tunes=[f"{AN}/tune/{v}/metrics.json" for v in config["angular_nets"]["tune"]["variants"]
+               if v in config["angular_nets"]["run_variants"]],
     output:
         **figure_outputs("angular_nets", AN, AN_FIGURES),
     params:
@@ -84,12 +87,16 @@ use rule neurips26_step as angular_nets_figures with:
             "angular_nets",
             "methods",
             "data",
+            "train",
+            "tune",
+            "angular",
             run_variants=config["angular_nets"]["run_variants"],
             seeds=config["angular_nets"]["seeds"],
         ),
         code=code_stamp("angular_nets"),
         out=folder_of("output", "claims"),
         inputs=cli_inputs(
+            optional_input("tunes", folder_of("input", "tunes", up=2)),
             trains=folder_of("input", "metrics", up=3),
             planted=folder_of("input", "planted"),
         ),

@@ -103,7 +103,7 @@ use rule neurips26_step as bdc_merge_figures with:
     params:
         threads=1,
         step="bdc_merge figures",
-        args=paper_params("bdc_merge", "calibration", "strengths", "strength", "general_tolerance"),
+        args=paper_params("bdc_merge", "calibration", "strengths", "strength", "general_tolerance", "transport", "bdc", "lora"),
         code=code_stamp("bdc_merge"),
         out=folder_of("output", "claims"),
         inputs=cli_inputs(

@@ -1,6 +1,6 @@
 # embed_merge: model merging in a low-rank model embedding space.
 # pretrain (vision domain, once) -> train (domain x seed: full and in-space fine-tunes of every
-# task) -> merge (domain x seed) -> figures
+# task) -> merge (domain x seed; each scaled method's scale by the tuning protocol) -> figures
 EM = "results/embed_merge"
 EM_FIGURES = ["accuracy_vs_tasks", "methods_at_max_tasks", "per_task", "subspace_share"]
 # the released checkpoints and data the clip domains read (none for the domains trained here)
@@ -102,6 +102,8 @@ use rule neurips26_step as embed_merge_figures with:
         step="embed_merge figures",
         args=paper_params(
             "embed_merge",
+            "merge",
+            "variants",
             run_variants=config["embed_merge"]["run_variants"],
             seeds=config["embed_merge"]["seeds"],
         ),

@@ -150,6 +150,8 @@ use rule neurips26_step as nar_dit_figures with:
             "nar_dit",
             "claims",
             "size_study",
+            "train",
+            "evaluate",
             run_variants=config["nar_dit"]["run_variants"],
             seeds=config["nar_dit"]["seeds"],
         ),

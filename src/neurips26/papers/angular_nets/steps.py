@@ -96,6 +96,27 @@ def load_data(source: str, d: dict) -> tuple[torch.utils.data.Dataset, tuple, di
     raise ValueError(f"config key 'angular_nets.variants.*.data': unknown data source {source!r}")
 
 
+def validation_data(source: str, d: dict) -> tuple | None:
+    """A validation set of `d["test_size"]` examples for a generated source, drawn from the
+    generator with its own seed (`d["seed"] + 2`: the training set uses `d["seed"]`, the test set
+    `d["seed"] + 1`), so its items are never test items; None for a fixed data set (no split is
+    held out of its training set). The strongest baseline of an experiment without a tune step is
+    chosen on it."""
+    import torch
+
+    from . import data as D
+
+    if source == "shapes":
+        from neurips26.data.images import shapes
+
+        x, y = shapes(d["test_size"], d["image_size"], seed=d["seed"] + 2)
+        return torch.from_numpy(x), torch.from_numpy(y)
+    if source == "markers":
+        ids, mask, y, _ = D.marker_task(d["test_size"], d["seq_len"], 10, d["num_distractors"], d["seed"] + 2)
+        return torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(y)
+    return None
+
+
 # ---------------------------------------------------------------- training
 def resample_rounds(steps: int, every: float, until: float) -> dict[int, int]:
     """step -> resampling round: G is redrawn every `every` x steps (a share of training) while
@@ -192,7 +213,8 @@ def method_spec(name: str, settings: dict, angular: dict, seed: int, nu: float |
                      gain_init=angular["gain_init"])
 
 
-def train_one(name, spec, backbone, params, train_set, test, info, out: Path, lr: float | None = None) -> dict:
+def train_one(name, spec, backbone, params, train_set, test, info, out: Path, lr: float | None = None,
+              validation: tuple | None = None) -> dict:
     import torch
 
     from .models import ANGULAR, build
@@ -210,11 +232,13 @@ def train_one(name, spec, backbone, params, train_set, test, info, out: Path, lr
     fit(trainer, module, loader, resume)
     correct = correct_per_example(model, test)
     acc = sum(correct) / len(correct)
+    val_correct = correct_per_example(model, validation) if validation is not None else None
     k = max(1, len(module.losses) // 10)
     n_rows = sorted({m.n_rows for m in model.modules() if hasattr(m, "n_rows")})
     result = {"accuracy": acc, "correct": correct, "weight_bits": spec.weight_bits, "activation_bits": spec.activation_bits,
               "nu": spec.nu if spec.method in ANGULAR else None, "features": n_rows or None,
               "lr": t["lr"] if lr is None else lr, "storage_bytes": storage_bytes(model),
+              "validation_accuracy": sum(val_correct) / len(val_correct) if val_correct else None,
               "global_zero": bool(trainer.is_global_zero),
               "loss_start": float(np.mean(module.losses[:k])) if module.losses else None,
               "loss_end": float(np.mean(module.losses[-k:])) if module.losses else None}
@@ -229,12 +253,22 @@ def _methods(params) -> list[str]:
 
 
 def tune(params, inputs, out: Path):
-    """The learning-rate grid `tune.lrs` for every method of one experiment, each trained as in
-    `train` on the training set less its last `tune.validation_share` and scored on that held-out
-    part (never on the test set); metrics.json names each method's best rate."""
+    """The learning rate of every method of one experiment by the tuning protocol
+    (`core.tuning.search`): the grid `tune.lrs`, extended while a method's best rate sits on an
+    edge (at most `tuning.extensions` steps per edge), each point trained as in `train` at the
+    tuning seed `tune.seed` (never a test seed) on the training set less its last
+    `tune.validation_share` and scored on that held-out part (never on the test set). Every method
+    gets the same grid and budget; metrics.json names each method's best rate and carries the
+    tuning records."""
     import torch
 
+    from neurips26.core import tuning
+
     v, tcfg = params["variant_settings"], params["tune"]
+    if tcfg["seed"] in params.get("seeds", []):
+        raise ValueError(f"config key 'angular_nets.tune.seed': {tcfg['seed']} is one of the test seeds "
+                         f"{params['seeds']}; the tuning seed must be disjoint from them")
+    extensions = tuning.settings(params)["extensions"]
     params = {**params, "seed": tcfg["seed"]}
     train_set, _, info = load_data(v["data"], {**params["data"], "seed": data_seed(params["data"], tcfg["seed"])})
     n_val = int(round(len(train_set) * tcfg["validation_share"]))
@@ -244,19 +278,27 @@ def tune(params, inputs, out: Path):
     fit_set = torch.utils.data.Subset(train_set, range(len(train_set) - n_val))
     val = tuple(torch.stack([train_set[i][j] for i in range(len(train_set) - n_val, len(train_set))])
                 for j in range(len(train_set[0])))
-    grid, zero = {}, True
+    grid, best, records, zero = {}, {}, [], True
+    split = f"validation (the last {tcfg['validation_share']:g} of the tuning seed's training set, {n_val} examples)"
     for name in _methods(params):
         spec = method_spec(name, params["methods"][name], params["angular"], tcfg["seed"])
         grid[name] = {}
-        for lr in tcfg["lrs"]:
+
+        def evaluate(lr, name=name, spec=spec):
+            nonlocal zero
             r = train_one(f"{name}_lr{lr:g}", spec, v["backbone"], params, fit_set, val, info, out / "runs", lr=lr)
             grid[name][f"{lr:g}"] = r["accuracy"]
             zero = r["global_zero"]
-    # ties go to the first rate of the grid
-    best = {n: float(max(tcfg["lrs"], key=lambda lr: (g[f"{lr:g}"], -tcfg["lrs"].index(lr)))) for n, g in grid.items()}
+            return r["accuracy"]
+
+        chosen, recs = tuning.search(evaluate, {"lr": tcfg["lrs"]}, method=name, setting=params["variant"],
+                                     metric="accuracy", extensions=extensions, seed=tcfg["seed"], split=split)
+        best[name] = float(chosen["lr"])
+        records += recs
     if zero:
         io.write_json(out / "metrics.json", {"experiment": params["variant"], "seed": tcfg["seed"],
-                                             "validation_size": n_val, "validation_accuracy": grid, "best_lr": best})
+                                             "validation_size": n_val, "validation_accuracy": grid, "best_lr": best,
+                                             "tuning": [r.to_json() for r in records]})
     return [out / "metrics.json"]
 
 
@@ -269,11 +311,14 @@ def train(params, inputs, out: Path):
     missing = [n for n in methods if best_lr and n not in best_lr]
     if missing:
         raise ValueError(f"input 'tune' ({inputs['tune']}) has no learning rate for {missing}")
-    train_set, test, info = load_data(v["data"], {**params["data"], "seed": data_seed(params["data"], params["seed"])})
+    d = {**params["data"], "seed": data_seed(params["data"], params["seed"])}
+    train_set, test, info = load_data(v["data"], d)
+    validation = validation_data(v["data"], d)
     results = {}
     for name in methods:
         spec = method_spec(name, params["methods"][name], params["angular"], params["seed"])
-        results[name] = train_one(name, spec, backbone, params, train_set, test, info, out, lr=best_lr.get(name))
+        results[name] = train_one(name, spec, backbone, params, train_set, test, info, out, lr=best_lr.get(name),
+                                  validation=validation)
     nu_study = {}
     if v.get("nu_study"):
         base = params["nu_study_method"]
@@ -345,10 +390,14 @@ def num_classes(source: str, d: dict) -> int | None:
     return None
 
 
-def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict, data_params: dict | None = None) -> dict:
+def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict, data_params: dict | None = None,
+                   tunes: dict | None = None) -> dict:
     """What the claims need, per experiment and method: family, bits, per-seed accuracy and
     per-seed per-example correctness (None when a run did not save it); the experiment's number
-    of classes (None without `data_params`); the planted trials."""
+    of classes (None without `data_params`); each method's validation accuracy (the tune step's at
+    its chosen rate, at the tuning seed, where `tunes` holds the experiment's tune metrics; else
+    the mean over seeds of the train step's validation draw; None without either); the planted
+    trials."""
     def entry(results: list[dict]) -> dict:
         correct = [r.get("correct") for r in results]
         return {"accuracy": [r["accuracy"] for r in results],
@@ -361,11 +410,55 @@ def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict, data_params: 
                        "activation_bits": m["activation_bits"], **entry([r["methods"][n] for r in rs])}
                    for n, m in first["methods"].items()}
         nu_study = {nu: entry([r["nu_study"][nu] for r in rs]) for nu in sorted(first["nu_study"], key=float)}
+        tune = (tunes or {}).get(e)
+        if tune:
+            validation = {n: tune["validation_accuracy"][n][f"{tune['best_lr'][n]:g}"] for n in methods
+                          if n in tune.get("best_lr", {})}
+            where, vseed = f"the tune step's validation split (tuning seed {tune['seed']})", tune["seed"]
+        else:
+            validation = {}
+            for n in methods:
+                vals = [r["methods"][n].get("validation_accuracy") for r in rs]
+                validation[n] = None if any(x is None for x in vals) else float(np.mean(vals))
+            where, vseed = "a validation draw of the generator (mean over the seeds)", "test seeds"
         experiments[e] = {"methods": methods, "nu_study": nu_study, "data_fixed": bool(first.get("data_fixed")),
-                          "data": first["data"],
+                          "data": first["data"], "nu_study_method": first.get("nu_study_method", ""),
+                          "validation": validation, "validation_split": where, "validation_seed": vseed,
                           "num_classes": num_classes(first["data"], data_params) if data_params is not None else None}
     return {"experiments": experiments,
             "planted": {k: planted_m[k] for k in ("trials", "condition_margin")}}
+
+
+FIXED_WHY = ("one learning rate for every method: the default run cannot afford a learning-rate grid for every "
+             "training experiment (the tuned BERT experiment alone trains each method three to five times more); "
+             "fixed for all, never tuned for one")
+
+
+def tuning_records(params: dict, experiments: list[str], runs: dict, tunes: dict, summary: dict) -> list:
+    """Every knob of every method as the tuning protocol chose or fixed it: the tune step's records
+    (learning rate, tuned experiments), the shared rate `train.lr` (fixed, other experiments), the
+    other training knobs (fixed for every method) and each experiment's strongest-baseline choice."""
+    from neurips26.core import tuning
+
+    from .claims import strongest_baseline
+
+    t = params["train"]
+    records = []
+    for e in experiments:
+        if e in tunes:
+            records += [tuning.Record.from_json(r) for r in tunes[e].get("tuning", [])]
+        else:
+            for n in runs[e][0]["methods"]:
+                records.append(tuning.fixed(n, "lr", t["lr"], FIXED_WHY, setting=e))
+        _, choice, _ = strongest_baseline(e, summary["experiments"][e])
+        if choice is not None:
+            records.append(choice)
+    for knob in ("steps", "batch_size", "weight_decay", "warmup_steps"):
+        records.append(tuning.fixed("every method", knob, t[knob], "the paper's shared training recipe: the same for "
+                                    "every method and experiment", setting="all experiments"))
+    records.append(tuning.fixed("angular methods", "nu", params["angular"]["nu"], "the paper's N = nu d; its effect is "
+                                "the nu study's, not a tuned knob", setting="all experiments"))
+    return records
 
 
 def figures(params, inputs, out: Path):
@@ -373,6 +466,8 @@ def figures(params, inputs, out: Path):
     methods_cfg = params["methods"]
     runs = {e: [io.read_json(inputs["trains"] / e / f"seed{s}" / "metrics.json") for s in seeds] for e in experiments}
     planted_m = io.read_json(inputs["planted"] / "metrics.json")
+    tunes = {e: io.read_json(inputs["tunes"] / e / "metrics.json") for e in experiments
+             if inputs.get("tunes") and (inputs["tunes"] / e / "metrics.json").exists()}
     figdir = out / "figures"
 
     # accuracy against bits, one panel per experiment
@@ -478,4 +573,9 @@ def figures(params, inputs, out: Path):
                          "method": f"{runs[e][0]['nu_study_method']} (nu study)", "weight_bits": "1",
                          "activation_bits": "1", "nu": nu, "accuracy": claims.fmt(accs), "storage_mb": f"{sb / 1e6:.4f}",
                          "fp32_storage_mb": f"{fp_bytes / 1e6:.4f}", "compression_vs_fp32": f"{fp_bytes / sb:.1f}x"})
-    return claims.write_tables(out, rows, claim_rows(claims_summary(runs, planted_m, methods_cfg, params["data"]), scale))
+    from neurips26.core import tuning
+
+    summary = claims_summary(runs, planted_m, methods_cfg, params["data"], tunes)
+    records = tuning_records(params, experiments, runs, tunes, summary)
+    tuning.write_csv(out / "tuning.csv", P, records)
+    return [*claims.write_tables(out, rows, claim_rows(summary, scale, records)), out / "tuning.csv"]

@@ -16,7 +16,7 @@ seed, on the log scale).
 
 from __future__ import annotations
 
-from neurips26.core import claims
+from neurips26.core import claims, tuning
 
 P = "embed_merge"
 OURS = ("embed_mean", "embed_aligned")
@@ -33,8 +33,25 @@ def _mean(xs):
     return sum(xs) / len(xs)
 
 
-def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
+def field_choice(v: str, dom: dict) -> tuple[str | None, tuning.Record | None]:
+    """The strongest of the field's methods (the baselines: neither ours nor a post-hoc ablation;
+    the pre-trained backbone is a control, never a candidate) by mean validation score over the
+    seeds (`core.tuning.strongest`), named before any test number is read."""
+    methods = dom["methods"]
+    base = [m for m in methods if m not in OURS and m not in ABLATIONS]
+    if not base:
+        return None, None
+    scores = {m: _mean(methods[m]["val"]) for m in base}
+    return tuning.strongest(scores, candidates=base, setting=f"{v}, {dom.get('full_count', '')} tasks",
+                            metric="normalised accuracy (mean over seeds)", seed="every seed",
+                            split="validation (each task's validation split)")
+
+
+def claim_rows(summary: dict, scale: str, spec=None, records: list | None = None) -> list[dict]:
+    """The claims rows; `records`: the run's tuning records (core.tuning.Record), whose capped
+    scales keep a row from reading yes (baseline capped) or no (method capped)."""
     sheet = claims.Sheet(P, scale, spec)
+    records = list(records or [])
     for v in DOMAINS:
         ids = [i for i in sheet.order if i.endswith(f"_{v}")]
         dom = summary.get(v)
@@ -45,13 +62,19 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
         fixed = f"replicates hold fixed: {dom['holds_fixed']}" if dom["holds_fixed"] else ""
         sheet.comparison(f"experts_beat_pretrained_{v}", dom["experts"], dom["pretrained"], how=fixed)
         methods = dom["methods"]
+        setting = f"{v}, {dom.get('full_count', '')} tasks"
+
+        def capped(name):
+            """The tuning protocol's note when `name`'s scale stayed on a capped grid edge at any seed."""
+            return tuning.capped_note(records, name, setting)
 
         def nomerge(id, baseline):
             """The null: the pre-trained backbone (merging nothing) against the same baseline."""
             if baseline not in methods:
                 sheet.untested(id, f"the {scale} config does not run {baseline}", baseline=baseline)
                 return
-            sheet.comparison(id, dom["pretrained_normalized"], methods[baseline]["normalized"], baseline=baseline, how=fixed)
+            sheet.comparison(id, dom["pretrained_normalized"], methods[baseline]["normalized"], baseline=baseline, how=fixed,
+                             baseline_capped=capped(baseline))
 
         def compare(id, method, baseline):
             if method not in methods or baseline not in methods:
@@ -62,7 +85,8 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
             items = m["items"] is not None and b["items"] is not None
             sheet.comparison(id, m["normalized"], b["normalized"], method=method, baseline=baseline,
                              method_items=m["items"] if items else None,
-                             baseline_items=b["items"] if items else None, how=fixed)
+                             baseline_items=b["items"] if items else None, how=fixed,
+                             method_capped=capped(method), baseline_capped=capped(baseline))
 
         for key in ("weight_averaging", "task_arithmetic"):
             if f"nomerge_beats_{key}_{v}" in sheet.spec:
@@ -73,15 +97,14 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
         if f"beats_field_{v}" in sheet.spec:
             # both picks on the validation splits (mean over seeds), never on the test scores compared
             ours = [m for m in OURS if m in methods]
-            base = [m for m in methods if m not in OURS and m not in ABLATIONS]
-            if ours and base:
+            strongest, _ = field_choice(v, dom)
+            if ours and strongest:
                 best = max(ours, key=lambda m: _mean(methods[m]["val"]))
-                strongest = max(base, key=lambda m: _mean(methods[m]["val"]))
                 compare(f"beats_field_{v}", best, strongest)
             else:
                 sheet.untested(f"beats_field_{v}", f"the {scale} config runs no {'merge of ours' if not ours else 'baseline'}")
-            if base:
-                nomerge(f"nomerge_beats_field_{v}", max(base, key=lambda m: _mean(methods[m]["val"])))
+            if strongest:
+                nomerge(f"nomerge_beats_field_{v}", strongest)
             else:
                 sheet.untested(f"nomerge_beats_field_{v}", f"the {scale} config runs no baseline")
         share_row(sheet, v, dom)

@@ -3,8 +3,8 @@
 `train` (one job per domain and seed) pre-trains the ViT and fine-tunes it on every image
 task, or fine-tunes the upper layers of all-MiniLM-L6-v2 on every text task, or (paper scale)
 reads released CLIP checkpoints; `merge` merges the first n tasks with every method, picks each
-method's scale on the validation splits and reports test accuracy; `figures` writes the plots,
-tables and claims.
+method's scale on the validation splits by the tuning protocol and reports test accuracy;
+`figures` writes the plots, tables, claims and tuning.csv.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from neurips26.core import claims, io, lm, plotting, tracking
 
-from .claims import claim_rows
+from .claims import P, claim_rows
 
 BACKBONE, HEAD = "backbone.", "head."
 
@@ -233,6 +233,24 @@ def scale_grid(name: str, g: dict) -> list[float]:
     return list(g.get("scales", {}).get(name, g["scale_grid"]))
 
 
+def tune_scale(evaluate, grid: list[float], *, method: str, uses_scale: bool, setting: str, seed: int,
+               extensions: int) -> tuple[float, float, list[float], list]:
+    """(scale, validation score, scales tried, tuning records) of one method: the tuning protocol
+    (`core.tuning.search`) on the shared grid, extended by one factor of the grid's spacing while
+    the best scale sits on an edge (at most `extensions` steps per edge); a method without a scale
+    (weight averaging) is scored once at 1 and its scale recorded as fixed."""
+    from neurips26.core import tuning
+
+    if not uses_scale:
+        rec = tuning.fixed(method, "scale", 1.0, "the method takes no scale (a plain average)", setting=setting)
+        rec.seed = seed
+        return 1.0, evaluate(1.0), [1.0], [rec]
+    chosen, recs = tuning.search(evaluate, {"scale": grid}, method=method, setting=setting,
+                                 metric="normalised accuracy", extensions=extensions, seed=seed,
+                                 split="validation (each task's validation split of this seed)")
+    return chosen["scale"], recs[0].score, list(recs[0].grid), recs
+
+
 def source_of(name: str) -> str:
     """Which fine-tunes a method merges: the paper's methods merge the models fine-tuned inside
     the pre-trained space; the baselines and the post-hoc ablations merge the full fine-tunes."""
@@ -259,8 +277,13 @@ def check_memory(pretrained: dict, tasks_held: int, mem_mb: int | None) -> None:
 
 
 def merge(params, inputs, out: Path):
-    """Every method on the first n tasks, n in task_counts; scale picked on validation."""
+    """Every method on the first n tasks, n in task_counts; each scaled method's scale picked on the
+    validation splits by the tuning protocol (`core.tuning.search` over the shared grid
+    `merge.scale_grid`, extended while the best scale sits on an edge, at most
+    `tuning.extensions` steps per edge); metrics.json carries the tuning records."""
     import torch
+
+    from neurips26.core import tuning
 
     from . import baselines, method, models
 
@@ -309,7 +332,8 @@ def merge(params, inputs, out: Path):
     individual_sub = ({n: accuracies(finetuned["subspace"][n], [n], "test", "subspace")[n] for n in names}
                       if "subspace" in finetuned else {})
     zero = accuracies(pretrained, names, "test")
-    results, grids = {}, {}
+    results, grids, records = {}, {}, []
+    extensions = tuning.settings(params)["extensions"]
     for mname in g["methods"]:
         merger = baselines.make(mname, _method_settings(mname, params))
         source = source_of(mname)
@@ -318,15 +342,17 @@ def merge(params, inputs, out: Path):
         results[mname] = {}
         for count in v["task_counts"]:
             subset = names[:count]
-            best = None
             update = merger.update(pretrained, [finetuned[source][n] for n in subset])  # theta_0 + scale * update
-            for scale in grid:
-                merged = baselines.apply(pretrained, update, scale)
-                val = accuracies(merged, subset, "val", source)
-                score = sum(val[n] / max(individual_val[n], 1e-9) for n in subset) / len(subset)
-                if best is None or score > best[0] + 1e-12:
-                    best = (score, scale, merged)
-            score, scale, merged = best
+            setting = f"{params['variant']}, {count} tasks"
+
+            def evaluate(scale, subset=subset, update=update, source=source):
+                val = accuracies(baselines.apply(pretrained, update, scale), subset, "val", source)
+                return sum(val[n] / max(individual_val[n], 1e-9) for n in subset) / len(subset)
+
+            scale, score, tried, recs = tune_scale(evaluate, grid, method=mname, uses_scale=merger.uses_scale,
+                                                   setting=setting, seed=seed, extensions=extensions)
+            records += recs
+            merged = baselines.apply(pretrained, update, scale)
             del update
             correct = correctness(merged, subset, "test", source)
             test = {n: sum(c) / len(c) for n, c in correct.items()}
@@ -334,7 +360,7 @@ def merge(params, inputs, out: Path):
             results[mname][str(count)] = {
                 "scale": scale, "val_normalized": score, "test": test, "normalized": norm,
                 "mean_accuracy": sum(test.values()) / len(test), "mean_normalized": sum(norm.values()) / len(norm),
-                "at_grid_edge": len(grid) > 1 and scale in (grid[0], grid[-1])}
+                "grid": tried, "at_grid_edge": len(tried) > 1 and scale in (tried[0], tried[-1])}
             if count == v["task_counts"][-1]:  # per test example, for the claims' paired bootstrap
                 results[mname][str(count)]["correct"] = correct
             print(f"{mname} n={count}: scale {scale} abs {results[mname][str(count)]['mean_accuracy']:.3f} "
@@ -355,6 +381,7 @@ def merge(params, inputs, out: Path):
     metrics = {"variant": params["variant"], "kind": v["kind"], "seed": seed, "tasks": names, "task_counts": v["task_counts"],
                "individual": individual, "individual_subspace": individual_sub, "pretrained": zero,
                "scale_grids": grids, "merges": results, "subspace_share": share,
+               "tuning": [r.to_json() for r in records],
                "share_curve": curve, "ranks": {k: [l["rank"], l["full_rank"]] for k, l in layers.items()}}
     io.write_json(out / "metrics.json", metrics)
 
@@ -408,7 +435,7 @@ def claims_summary(runs: dict) -> dict:
         experts = [min([_mean(list(r["individual"].values()))]
                        + ([_mean(list(r["individual_subspace"].values()))] if r.get("individual_subspace") else []))
                    for r in rs]
-        out[v] = {"tasks": len(rs[0]["tasks"]), "methods": methods, "holds_fixed": HOLDS_FIXED.get(rs[0].get("kind", v), ""),
+        out[v] = {"tasks": len(rs[0]["tasks"]), "full_count": int(full), "methods": methods, "holds_fixed": HOLDS_FIXED.get(rs[0].get("kind", v), ""),
                   "experts": experts, "pretrained": [_mean(list(r["pretrained"].values())) for r in rs],
                   "pretrained_normalized": [_mean([r["pretrained"][n] / max(r["individual"][n], 1e-9) for n in r["tasks"]])
                                             for r in rs],
@@ -523,4 +550,43 @@ def figures(params, inputs, out: Path):
                      "mean_accuracy": claims.fmt([_mean([x["share"] for x in r["subspace_share"].values()]) for r in runs[v]]),
                      "mean_normalized": claims.fmt([_mean([x["chance"] for x in r["subspace_share"].values()]) for r in runs[v]]),
                      "scale": ""})
-    return claims.write_tables(out, rows, claim_rows(claims_summary(runs), scale))
+    from neurips26.core import tuning
+
+    summary = claims_summary(runs)
+    records = tuning_records(params, runs, summary)
+    tuning.write_csv(out / "tuning.csv", P, records)
+    return [*claims.write_tables(out, rows, claim_rows(summary, scale, records=records)), out / "tuning.csv"]
+
+
+FINETUNE_WHY = ("the same for every method: every merge of a domain and seed starts from one set of fine-tunes; "
+                "the default run cannot afford a learning-rate grid for each expert, so the rates stay as set")
+
+
+def tuning_records(params: dict, runs: dict, summary: dict) -> list:
+    """Every knob as the tuning protocol chose or fixed it: each scaled method's merge scale (from
+    the merge steps' records), the fixed merge knobs (TIES' keep share, DARE's drop rate), the
+    fine-tuning recipes of each domain (fixed for every method) and the field's strongest method
+    per domain (chosen on validation)."""
+    from neurips26.core import tuning
+
+    from .claims import field_choice
+
+    records = []
+    for v, rs in runs.items():
+        for r in rs:
+            records += [tuning.Record.from_json(x) for x in r.get("tuning", [])]
+        _, choice = field_choice(v, summary[v])
+        if choice is not None:
+            records.append(choice)
+        cfg = params.get("variants", {}).get(v, {})
+        for block, what in (("finetune", "full fine-tune"), ("subspace_finetune", "in-space fine-tune")):
+            if block in cfg:
+                records.append(tuning.fixed(f"experts ({what})", "lr", cfg[block]["lr"], FINETUNE_WHY, setting=v))
+    g = params.get("merge", {})
+    if "ties_keep" in g:
+        records.append(tuning.fixed("ties", "keep", g["ties_keep"], "the TIES paper's default share of kept entries",
+                                    setting="every domain"))
+    if "dare_drop" in g:
+        records.append(tuning.fixed("dare", "drop", g["dare_drop"], "the DARE paper's default drop rate",
+                                    setting="every domain"))
+    return records
