@@ -212,3 +212,51 @@ def test_reward_model_features_are_one_hot_digits():
     assert x.shape == (2, 70) and (x.sum(1) == 7).all()
     on = np.flatnonzero(x[0])
     np.testing.assert_array_equal(on, [0, 17, 21, 35, 40, 52, 62])
+
+
+# ---------------------------------------------------------------- tuning protocol
+def _peaked_cost(best):
+    """A stand-in for the Monte Carlo costs: mean cost lowest at n = best (log2 distance)."""
+    def cost(inst, n, *args, **kwargs):
+        runs = args[2] if len(args) > 2 else 4
+        return np.full(runs, 10.0 + abs(np.log2(n) - np.log2(best)))
+    return cost
+
+
+def test_baselines_n_is_extended_past_the_grid_edge(monkeypatch):
+    from neurips26.papers.adap import steps
+
+    monkeypatch.setattr(steps.baselines, "best_of_n_cost", _peaked_cost(512))
+    monkeypatch.setattr(steps.baselines, "probe_best_of_n_cost",
+                        lambda inst, n, n_probe, c_g, c_v, runs, rng, reuse=True: np.full(runs, 5.0 + abs(np.log2(n) - 9)))
+    monkeypatch.setattr(steps.baselines, "difficulty_adaptive_cost", lambda *a, **k: np.full(a[6], 3.0))
+    monkeypatch.setattr(steps.method, "adap_cost", lambda inst, c_g, c_v, runs, rng: np.full(runs, 2.0))
+    insts = [_instance(i) for i in range(6)]
+    cfg = {"cost_ratios": [10], "n_grid": [1, 2, 4, 8, 16, 32, 64, 128], "train_runs": 4, "runs": 4, "n_probe": 2,
+           "bins": 2}
+    res = steps.evaluate_prompts(insts[:4], insts[4:], cfg, np.random.default_rng(0), setting="monotone", seed=0,
+                                 extensions=3)
+    row = res["per_ratio"][0]
+    assert row["fixed_n"] == 512 and row["bin_n"] == [512, 512]
+    recs = [steps.tuning.Record.from_json(d) for d in row["tuning"]]
+    fixed = [r for r in recs if r.method == "fixed best-of-n (n tuned)"][0]
+    assert fixed.grid[-3:] == [256, 512, 1024] and fixed.extensions == 3 and fixed.status == "tuned"
+    assert fixed.setting == "monotone, c_v/c_g = 10"
+    # past the cap (n <= 1024 by the knob's bound) the best stays on the edge and is recorded capped
+    monkeypatch.setattr(steps.baselines, "best_of_n_cost", _peaked_cost(1 << 14))
+    res = steps.evaluate_prompts(insts[:4], insts[4:], cfg, np.random.default_rng(0), setting="monotone", seed=0,
+                                 extensions=3)
+    recs = [steps.tuning.Record.from_json(d) for d in res["per_ratio"][0]["tuning"]]
+    fixed = [r for r in recs if r.method == "fixed best-of-n (n tuned)"][0]
+    assert fixed.status == "capped" and fixed.chosen == 1024 and fixed.edge == "high"
+    notes = steps.capped_notes(recs, "monotone", [10])
+    assert "1024" in notes["fixed_n"][0] and notes["difficulty"] == [""]
+
+
+def test_n_one_is_not_a_capped_edge(monkeypatch):
+    from neurips26.papers.adap import steps
+
+    monkeypatch.setattr(steps.baselines, "best_of_n_cost", _peaked_cost(1))
+    cost = lambda n: float(steps.baselines.best_of_n_cost(None, n, 1.0, 1.0, 4, None).mean())
+    n, recs = steps.tune_n(cost, [1, 2, 4], method="m", setting="s", seed=0, extensions=3, cap=1024, split="train")
+    assert n == 1 and recs[0].status == "tuned" and recs[0].grid == [1, 2, 4]

@@ -101,3 +101,11 @@ def test_fewer_than_three_seeds_is_untested():
     rows = by_id(s)
     assert all(rows[f"mono_vs_{b}_{e}"]["reproduced"] == "untested" for b in ("fixed", "difficulty") for e in ("low", "high"))
     assert rows["mono_constant_factor"]["reproduced"] == "untested"
+
+
+def test_a_capped_baseline_keeps_a_row_from_saying_yes():
+    s = summary()
+    assert by_id(s)["mono_vs_fixed_high"]["reproduced"] == "yes"
+    s["monotone"]["capped"] = {"fixed_n": ["", "", "", "", "fixed best-of-n's n = 1024 on the high edge"],
+                               "difficulty": [""] * 5}
+    assert by_id(s)["mono_vs_fixed_high"]["reproduced"] != "yes"

@@ -224,3 +224,24 @@ def test_digits_domains_split_classes_into_training_and_unseen():
     assert len(split.train) == 6 and len(split.test) == 4
     assert not set(split.train_names) & set(split.test_names)
     assert all(X.shape[1] == 64 for X in split.train + split.test)
+
+
+def test_gamma_grid_is_extended_when_validation_peaks_past_its_top_edge(monkeypatch):
+    from neurips26.papers.anchor_pca import method as M
+    from neurips26.papers.anchor_pca import steps
+
+    def fake(domains, k, gammas, criterion="worst"):  # scores peak at gamma = 128
+        scores = [-abs(np.log2(g / 128.0)) if g > 0 else -99.0 for g in gammas]
+        return float(gammas[int(np.argmax(scores))]), scores
+
+    monkeypatch.setattr(M, "validate_gamma", fake)
+    chosen, grid, scores, used = M.tune_gamma([], 2, [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0], "worst", 3)
+    assert chosen == 128.0 and grid[-3:] == [64.0, 128.0, 256.0] and used == 3
+    rec = steps.gamma_record("simulated", 0, 0, 1, {"criterion": "worst", "grid": grid, "scores": scores,
+                                                     "chosen": chosen, "extensions": used})
+    assert rec.status == "tuned" and rec.grid[-1] == 256.0
+    monkeypatch.setattr(M, "validate_gamma", lambda d, k, g, c="worst": (float(max(g)), [float(x) for x in g]))
+    chosen, grid, scores, used = M.tune_gamma([], 2, [0.0, 1.0, 2.0], "worst", 3)
+    rec = steps.gamma_record("simulated", 0, 0, 1, {"criterion": "worst", "grid": grid, "scores": scores,
+                                                     "chosen": chosen, "extensions": used})
+    assert chosen == 16.0 and rec.status == "capped" and rec.edge == "high"

@@ -25,8 +25,11 @@ def _side(mean, worst, angle=None, domains=5):
 def _experiment(anchor=(0.33, 0.25, 4.0), pooled=(0.22, 0.09, 88.0), maximin=(0.24, 0.10, 82.0), unreplicated="",
                 sweep=((30.0, 12.0, 3.0), (31.0, 11.0, 2.5), (29.0, 13.0, 3.5)), pooled_sweep=((80.0, 85.0, 88.0),) * 3,
                 other_angle=86.9, train_domains=6):
+    # held-out-domain validation names the same baseline as the unseen domains would here
+    strongest = {key: ["pooled" if pooled[i] > maximin[i] else "maximin"] * 3
+                 for i, key in ((0, "mean_share"), (1, "worst_share"))}
     return {"label": "toy", "holds_fixed": "", "unreplicated": unreplicated, "chosen_gamma": [2.0, 4.0, 2.0],
-            "chosen_gamma_other": [0.25] * 3, "train_domains": train_domains,
+            "chosen_gamma_other": [0.25] * 3, "train_domains": train_domains, "strongest": strongest,
             "anchor": _side(*anchor), "anchor_other": _side(*anchor[:2], other_angle),
             "pooled": _side(*pooled), "maximin": _side(*maximin),
             "sample_sweep": {"n": [25, 100, 400], "anchor_angle": [list(a) for a in sweep],
@@ -80,11 +83,30 @@ def test_worst_share_fails_when_a_baseline_is_better_in_the_worst_case(baseline)
     assert _verdicts(_summary(**better))[3] == "no"
 
 
-def test_the_baseline_is_the_better_of_the_two_in_each_seed():
+def test_the_baseline_is_the_validation_choice_in_each_seed():
     e = _experiment()
-    e["pooled"]["worst_share"] = [0.30, 0.05, 0.05]  # pooled ahead of maximin (0.10) in seed 0 only
+    e["strongest"]["worst_share"] = ["pooled", "maximin", "maximin"]
     row = _rows({"experiments": {"simulated": e}})["unseen_worst_simulated"]
-    assert "better baseline per seed: pooled PCA, maximin PCA, maximin PCA" in row["criterion"]
+    assert "named on held-out training domains: pooled PCA, maximin PCA, maximin PCA" in row["criterion"]
+
+
+def test_validation_choice_is_compared_even_when_the_test_shares_favour_the_other_baseline():
+    """The unseen domains favour maximin PCA (0.40), validation named pooled PCA: pooled is compared,
+    so the row says yes against it where a choice on test shares would have said no."""
+    e = _experiment(maximin=(0.40, 0.10, 82.0))
+    e["strongest"]["mean_share"] = ["pooled"] * 3
+    rows = _rows({"experiments": {"simulated": e}})
+    assert rows["unseen_mean_simulated"]["reproduced"] == "yes"
+    assert rows["unseen_mean_simulated"]["baseline_value"].startswith("0.22")
+    del e["strongest"]
+    assert _rows({"experiments": {"simulated": e}})["unseen_mean_simulated"]["reproduced"] == "untested"
+
+
+def test_a_capped_gamma_keeps_the_row_from_saying_no():
+    e = _experiment(maximin=(0.40, 0.10, 82.0))
+    assert _rows({"experiments": {"simulated": e}})["unseen_mean_simulated"]["reproduced"] == "no"
+    e["method_capped"] = "Anchor PCA (worst held-out share)'s gamma = 256 on the high edge of its capped grid"
+    assert _rows({"experiments": {"simulated": e}})["unseen_mean_simulated"]["reproduced"] != "no"
 
 
 def test_two_training_domains_leave_the_experiments_rows_untested():

@@ -373,3 +373,36 @@ def test_replay_keeps_the_samples_per_step_and_joint_restarts_with_all_steps_spe
     assert [plain.steps(t, 80) for t in range(3)] == [80, 80, 80] and not plain.from_scratch(2)
     x, _ = joint.train_chunks(1, domains)
     assert len(x) == 8
+
+
+def test_tune_extends_the_lambda_grid_past_an_edge_and_records_it(tmp_path, monkeypatch):
+    """Validation MAE falling below the grid's lower edge (best at 0.05): the tune step extends the
+    shared grid downwards, one step of its own log spacing at a time, and records the extension."""
+    import math
+
+    from neurips26.core import io
+    from neurips26.papers.apexphys import continual, steps
+
+    monkeypatch.setattr(steps, "_load_domains", lambda folder, c, s: ([], {"fps": 30.0}))
+    monkeypatch.setattr(steps, "_split_validation", lambda domains, clips, c, s: domains)
+
+    def fake_protocol(domains, kind, settings, t, model, seed, out, params, fps, band, evaluate_each_task=True):
+        lam = settings.get("ewc_lambda", 1.0)
+        mae = 5.0 + abs(math.log10(lam / 0.05))
+        return {"final": {"mae": mae, "snr_db": 0.0}, "bwt": 0.1, "plasticity_mae": mae}
+
+    monkeypatch.setattr(continual, "run_protocol", fake_protocol)
+    params = {"variant": "ewc", "variant_settings": {"kind": "ewc", "ewc_lambda": 50.0, "tune": "ewc_lambda"},
+              "tune": {"grid": [5.0, 50.0, 500.0], "seed": 0, "validation_clips": 2}, "tuning": {"extensions": 3},
+              "heart_rate": {"low_hz": 0.65, "high_hz": 2.6}, "train": {"train_stride": 8}, "preprocess": {"chunk_length": 8},
+              "model": {}}
+    steps.tune(params, {"data": tmp_path}, tmp_path / "out")
+    c = io.read_json(tmp_path / "out" / "choice.json")
+    assert c["chosen"] == pytest.approx(0.05) and c["grid"][:2] == pytest.approx([0.005, 0.05])
+    rec = c["records"][0]
+    assert rec["status"] == "tuned" and rec["extensions"] == 3 and rec["knob"] == "ewc_lambda"
+    # an untuned continual model is scored once on the same clips
+    params["variant"], params["variant_settings"] = "finetune", {"kind": "finetune"}
+    steps.tune(params, {"data": tmp_path}, tmp_path / "ft")
+    c = io.read_json(tmp_path / "ft" / "choice.json")
+    assert c["key"] is None and c["records"] == [] and c["validation"]["val_mae"] == pytest.approx(5.0 + math.log10(20))

@@ -11,7 +11,7 @@ from scipy.optimize import minimize
 
 from neurips26.papers.sparse_halfspace import check_config
 from neurips26.papers.sparse_halfspace.baselines import (averaging, l1_svm, sparse_averaging, svm,
-                                                         validated_l1_svm)
+                                                         tuned_svm)
 from neurips26.papers.sparse_halfspace.data import SparseHalfspace, gaussian_error, support_recovered
 from neurips26.papers.sparse_halfspace.method import (clean_second_moment, constrained_hinge, hinge_objective,
                                                       learn_sparse_halfspace, project_l1_l2, soft_outlier_removal,
@@ -226,17 +226,51 @@ def test_sparse_averaging_keeps_the_top_s_coordinates_of_the_average():
     np.testing.assert_allclose(w[top], full[top])
 
 
-def test_validated_l1_svm_picks_the_c_of_best_held_out_accuracy():
+def test_tuned_l1_svm_picks_the_c_of_best_held_out_accuracy():
     rng = np.random.default_rng(13)
     prob = SparseHalfspace.make(60, 3, 0.1, rng)
     x, y, _ = prob.sample(200, 0.1, DECOY, rng)
     cs = [0.003, 0.03, 0.3, 3.0]
-    w, chosen = validated_l1_svm(x, y, cs, 0.3, seed=4)
+    w, chosen, records = tuned_svm("l1", x, y, cs, 0.3, seed=4, extensions=0)
     order = np.random.default_rng([4, 200, 17]).permutation(200)
     val, fit = order[:60], order[60:]
     acc = [np.mean(np.sign(x[val] @ l1_svm(x[fit], y[fit], c, 4)) == y[val]) for c in cs]
-    assert chosen == cs[int(np.argmax(acc))]
+    assert acc[cs.index(chosen)] == max(acc)
+    assert records[0].grid == cs and records[0].scores == pytest.approx(acc)
     np.testing.assert_allclose(w, l1_svm(x, y, chosen, 4))
+
+
+@pytest.mark.parametrize("kind", ["l1", "l2"])
+def test_svm_c_grid_is_extended_when_the_best_c_is_on_its_edge(kind, monkeypatch):
+    """Held-out accuracy that peaks past the grid's top edge: the grid grows (one step of its own
+    log spacing per extension) and the record says so; past the cap it is recorded capped."""
+    from neurips26.papers.sparse_halfspace import baselines as B
+
+    rng = np.random.default_rng(13)
+    prob = SparseHalfspace.make(20, 3, 0.1, rng)
+    x, y, _ = prob.sample(100, 0.1, DECOY, rng)
+    peak = {"at": 10.0}
+
+    def fake(xf, yf, c, seed):  # no solver needed: the scores come from `score`
+        return np.ones(xf.shape[1])
+
+    score = lambda c: 1.0 - abs(np.log10(c / peak["at"]))
+    monkeypatch.setattr(B.tuning, "search", _spy_search(B.tuning.search, score))
+    monkeypatch.setitem(B.tuned_svm.__globals__, "l1_svm", fake)
+    monkeypatch.setitem(B.tuned_svm.__globals__, "svm", fake)
+    _, chosen, records = B.tuned_svm(kind, x, y, [0.01, 0.1, 1.0], 0.3, seed=0, extensions=3, method="m", setting="s")
+    assert chosen == pytest.approx(10.0) and records[0].status == "tuned"
+    assert records[0].grid[-2:] == pytest.approx([10.0, 100.0]) and records[0].extensions == 2
+    peak["at"] = 1e6
+    _, chosen, records = B.tuned_svm(kind, x, y, [0.01, 0.1, 1.0], 0.3, seed=0, extensions=3, method="m", setting="s")
+    assert chosen == pytest.approx(1000.0) and records[0].status == "capped" and records[0].edge == "high"
+
+
+def _spy_search(search, score):
+    """tuning.search with the held-out accuracy replaced by `score` (a peak past the grid)."""
+    def wrapped(evaluate, grids, **kw):
+        return search(lambda C: score(C), grids, **kw)
+    return wrapped
 
 
 def test_ablation_without_soft_filter_is_the_constrained_hinge_on_the_hard_filtered_sample():

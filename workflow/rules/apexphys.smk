@@ -1,10 +1,14 @@
 # apexphys: ApexPhys, continual rPPG over sequential domains.
 # generate (UBFC-rPPG / PURE folders) -> preprocess (loaders, crop, normalise, cache; GREEN/CHROM/POS)
 # -> train (one job per method, every seed) -> figures. Generate and preprocess run once per seed:
-# a seed draws its own subjects, heart rates and videos. EWC's and BCRP's lambda are tuned on the
-# shared grid (apexphys_tune, on held-out training clips of one seed) before their train jobs.
+# a seed draws its own subjects, heart rates and videos. EWC's and BCRP's lambda are tuned from the
+# shared grid by the tuning protocol (apexphys_tune, on held-out training clips of one seed) before
+# their train jobs; the same step scores every continual model on those clips, and the figures step
+# names the strongest baseline and the regime control's best continual model from those scores.
 AX = "results/apexphys"
 AX_FIGURES = ["r_matrices", "avg_mae_per_task"]
+# the continual models scored on the validation clips (joint training and the ablations are not candidates)
+AX_VALIDATED = [v for v in config["apexphys"]["run_variants"] if v in ("finetune", "ewc", "lwf", "replay", "apexphys")]
 AX_REAL_DIRS = [spec["data_dir"] for spec in config["apexphys"]["data"].get("real", {}).values()
                 if config["apexphys"]["data"]["source"] == "real"]
 
@@ -52,14 +56,14 @@ use rule neurips26_step as apexphys_preprocess with:
 
 use rule neurips26_step as apexphys_tune with:
     input:
-        clips=f"{AX}/data/seed{config['apexphys']['tuning']['seed']}/clips.safetensors",
-        index=f"{AX}/data/seed{config['apexphys']['tuning']['seed']}/index.json",
+        clips=f"{AX}/data/seed{config['apexphys']['tune']['seed']}/clips.safetensors",
+        index=f"{AX}/data/seed{config['apexphys']['tune']['seed']}/index.json",
     output:
         choice=f"{AX}/tune/{{variant}}/choice.json",
         timing=f"{AX}/tune/{{variant}}/timing.json",
     params:
         step="apexphys tune",
-        args=paper_params("apexphys", "preprocess", "heart_rate", "model", "train", "tuning"),
+        args=paper_params("apexphys", "preprocess", "heart_rate", "model", "train", "tune"),
         code=code_stamp("apexphys"),
         out=folder_of("output", "choice"),
         inputs=cli_inputs(data=folder_of("input", "clips", up=2)),
@@ -110,6 +114,7 @@ use rule neurips26_step as apexphys_figures with:
     input:
         metrics=expand(f"{AX}/train/{{variant}}/metrics.json", variant=config["apexphys"]["run_variants"]),
         unsupervised=expand(f"{AX}/data/seed{{seed}}/unsupervised.json", seed=config["apexphys"]["seeds"]),
+        validation=expand(f"{AX}/tune/{{variant}}/choice.json", variant=AX_VALIDATED),
     output:
         **figure_outputs("apexphys", AX, AX_FIGURES),
     params:
@@ -121,6 +126,7 @@ use rule neurips26_step as apexphys_figures with:
         inputs=cli_inputs(
             evals=folder_of("input", "metrics", up=2),
             data=folder_of("input", "unsupervised", up=2),
+            validation=folder_of("input", "validation", up=2),
         ),
     log:
         f"{AX}/logs/figures.log",

@@ -29,7 +29,8 @@ use rule neurips26_step as sparse_halfspace_evaluate with:
     params:
         threads=1,
         step="sparse_halfspace evaluate",
-        args=paper_params("sparse_halfspace", "complexity", "noise_sweep", seeds=config["sparse_halfspace"]["seeds"]),
+        args=paper_params("sparse_halfspace", "complexity", "noise_sweep", "problem", "adversary", "algorithm", "baselines",
+                          seeds=config["sparse_halfspace"]["seeds"]),
         code=code_stamp("sparse_halfspace"),
         out=folder_of("output", "metrics"),
         inputs=cli_inputs(train=folder_of("input", "results", up=2)),

@@ -3,6 +3,7 @@
     {variant: {"label": text, "success": "monotone" | "nonmonotone" | "lm", "holds_fixed": text,
                "optimum": "distribution-aware optimum" | "correctness oracle" (what cost is divided by),
                "cost_ratios": [...],
+               "capped": {"fixed_n" | "difficulty": [tuning protocol's capped note per cost ratio, '' if none]},
                "items": {policy: [[[cost / optimum per test prompt] per cost ratio] per seed]}}}
 
 The entries (claim, metric, band, margin, controls) are declared in `claims.yaml`; this module
@@ -43,8 +44,9 @@ def _comparisons(sheet: claims.Sheet, prefix: str, m: dict | None) -> None:
             j = 0 if end == "low" else len(ratios) - 1
             ours = [seed[j] for seed in m["items"]["adap"]]
             theirs = [seed[j] for seed in m["items"][base]]
+            capped = (m.get("capped") or {}).get(base) or [""] * len(ratios)
             sheet.comparison(id, [_mean(x) for x in ours], [_mean(x) for x in theirs], method_items=ours,
-                             baseline_items=theirs, baseline=POLICIES[base],
+                             baseline_items=theirs, baseline=POLICIES[base], baseline_capped=capped[j],
                              how=f"c_v/c_g = {ratios[j]:g}" + (f"; fixed: {m['holds_fixed']}" if m.get("holds_fixed") else ""))
 
 

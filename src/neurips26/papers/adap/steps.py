@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import claims, io, plotting, tracking, tuning
 from neurips26.core.io import significant
 
 from . import baselines, method
@@ -37,21 +37,80 @@ def synthetic_prompt(settings: dict, difficulty: float) -> method.Instance:
     return method.Instance(s, f, p)
 
 
-def evaluate_prompts(train: list, test: list, cfg: dict, rng: np.random.Generator) -> dict:
-    grid = cfg["n_grid"]
+N_CAP = 1024  # the largest n the tuning may extend to (config key adap.evaluation.n_cap)
+
+
+def _n_records(records: list, grid_floor: int) -> list:
+    """n = 1 is the smallest n there is: a choice on that edge is interior to every possible grid,
+    not a cap (the protocol's search records a knob's bound as a cap)."""
+    for r in records:
+        if r.status == "capped" and r.edge == "low" and r.chosen == grid_floor == 1:
+            r.status, r.edge = "tuned", ""
+            r.note = "n = 1 is the smallest n: the grid is complete on its low side"
+    return records
+
+
+def tune_n(cost_of, grid, *, method: str, setting: str, seed, extensions: int, cap: int, split: str):
+    """The cost-minimising n on training prompts by the tuning protocol: the config grid, extended
+    (doubling) while the best n sits on its top edge, up to `extensions` steps and n <= cap."""
+    chosen, recs = tuning.search(lambda n: cost_of(int(n)), {"n": list(grid)}, method=method, setting=setting,
+                                 metric="mean cost on training prompts (units of c_g)", maximize=False,
+                                 extensions=extensions, integer=["n"], bounds={"n": (1, cap)}, seed=seed,
+                                 split=split)
+    return int(chosen["n"]), _n_records(recs, int(min(grid)))
+
+
+def evaluate_prompts(train: list, test: list, cfg: dict, rng: np.random.Generator, *, setting: str = "",
+                     seed=0, extensions: int = tuning.DEFAULT_EXTENSIONS) -> dict:
+    """Both baselines' n are tuned on the training prompts (train_runs Monte Carlo runs each) by the
+    tuning protocol; the test prompts are scored with the chosen values."""
+    grid = [int(n) for n in cfg["n_grid"]]
+    cap = int(cfg.get("n_cap", N_CAP))
+    split = f"training prompts ({len(train)}, {cfg['train_runs']} runs each)"
     out = {"cost_ratios": cfg["cost_ratios"], "per_ratio": []}
     for ratio in cfg["cost_ratios"]:
         c_g, c_v = 1.0, float(ratio)
         reuse = bool(cfg.get("reuse_probe", True))
-        train_costs = np.array([[baselines.best_of_n_cost(inst, n, c_g, c_v, cfg["train_runs"], rng).mean()
-                                 for n in grid] for inst in train])
+        where = f"{setting + ', ' if setting else ''}c_v/c_g = {float(ratio):g}"
+        # the config grid first, in the order it was always drawn; n past its edge on demand
+        fixed_cost = {(i, n): baselines.best_of_n_cost(inst, n, c_g, c_v, cfg["train_runs"], rng).mean()
+                      for i, inst in enumerate(train) for n in grid}
         # the difficulty-adaptive bins are tuned on what they pay: probe + best-of-n (probe reused)
-        probe_costs = np.array([[baselines.probe_best_of_n_cost(inst, n, cfg["n_probe"], c_g, c_v, cfg["train_runs"],
-                                                                rng, reuse).mean()
-                                 for n in grid] for inst in train])
+        probe_cost = {(i, n): baselines.probe_best_of_n_cost(inst, n, cfg["n_probe"], c_g, c_v, cfg["train_runs"],
+                                                             rng, reuse).mean()
+                      for i, inst in enumerate(train) for n in grid}
         train_probe = np.array([baselines.probe_score(inst, cfg["n_probe"], rng, 1)[0] for inst in train])
-        fixed_n = baselines.tune_fixed_n(train_costs, grid)
-        edges, bin_n = baselines.tune_difficulty_bins(probe_costs, train_probe, grid, cfg["bins"])
+
+        def fixed_mean(n, prompts=range(len(train))):
+            for i in prompts:
+                if (i, n) not in fixed_cost:
+                    fixed_cost[(i, n)] = baselines.best_of_n_cost(train[i], n, c_g, c_v, cfg["train_runs"], rng).mean()
+            return float(np.mean([fixed_cost[(i, n)] for i in prompts]))
+
+        def probe_mean(n, prompts):
+            for i in prompts:
+                if (i, n) not in probe_cost:
+                    probe_cost[(i, n)] = baselines.probe_best_of_n_cost(train[i], n, cfg["n_probe"], c_g, c_v,
+                                                                         cfg["train_runs"], rng, reuse).mean()
+            return float(np.mean([probe_cost[(i, n)] for i in prompts]))
+
+        fixed_n, records = tune_n(fixed_mean, grid, method=POLICIES["fixed_n"], setting=where, seed=seed,
+                                  extensions=extensions, cap=cap, split=split)
+        edges = np.quantile(train_probe, np.linspace(0, 1, cfg["bins"] + 1)[1:-1])
+        which = np.searchsorted(edges, train_probe)
+        bin_n = []
+        for b in range(cfg["bins"]):
+            members = [int(i) for i in np.flatnonzero(which == b)]
+            name = f"{POLICIES['difficulty']}, bin {b + 1} of {cfg['bins']}"
+            if not members:
+                bin_n.append(grid[0])
+                records.append(tuning.fixed(name, "n", grid[0], "no training prompt fell in this bin: the "
+                                            "grid's smallest n", setting=where))
+                continue
+            n_b, recs = tune_n(lambda n, m=members: probe_mean(n, m), grid, method=name, setting=where, seed=seed,
+                               extensions=extensions, cap=cap, split=split)
+            bin_n.append(n_b)
+            records += recs
         rows = []
         for inst in test:
             opt, _ = method.optimal_policy(inst, c_g, c_v)
@@ -69,6 +128,7 @@ def evaluate_prompts(train: list, test: list, cfg: dict, rng: np.random.Generato
             summary[f"mean_{k}"] = significant(np.mean([r[k] for r in rows]), 8)
             summary[f"ratio_{k}"] = significant(np.mean([r[k] / r["optimum"] for r in rows]), 8)
             summary[f"max_ratio_{k}"] = significant(np.max([r[k] / r["optimum"] for r in rows]), 8)
+        summary["tuning"] = [r.to_json() for r in records]
         out["per_ratio"].append({**summary, "prompts": rows})
     return out
 
@@ -80,7 +140,9 @@ def synthetic(params, inputs, out: Path):
         rng = np.random.default_rng([int(seed), 11])
         difficulties = rng.uniform(0, 1, settings["train_prompts"] + settings["test_prompts"])
         prompts = [synthetic_prompt(settings, d) for d in difficulties]
-        res = evaluate_prompts(prompts[:settings["train_prompts"]], prompts[settings["train_prompts"]:], cfg, rng)
+        res = evaluate_prompts(prompts[:settings["train_prompts"]], prompts[settings["train_prompts"]:], cfg, rng,
+                               setting=params["variant"], seed=seed,
+                               extensions=tuning.settings(params)["extensions"])
         for i, row in enumerate(res["per_ratio"]):
             tracking.active().log_metrics({f"seed{seed}/{k}": row[f"ratio_{k}"] for k in POLICIES}, step=i)
         seeds.append({"seed": seed, **res})
@@ -122,7 +184,9 @@ def lm(params, inputs, out: Path):
             rng = np.random.default_rng([int(seed), stream])
             perm = rng.permutation(len(insts))
             half = len(insts) // 2
-            res = evaluate_prompts([insts[i] for i in perm[:half]], [insts[i] for i in perm[half:]], cfg, rng)
+            res = evaluate_prompts([insts[i] for i in perm[:half]], [insts[i] for i in perm[half:]], cfg, rng,
+                                   setting="lm_rm" if tag else "lm", seed=seed,
+                                   extensions=tuning.settings(params)["extensions"])
             for i, row in enumerate(res["per_ratio"]):
                 tracking.active().log_metrics({f"{tag}seed{seed}/{k}": row[f"ratio_{k}"] for k in POLICIES}, step=i)
             seeds.append({"seed": seed, **res})
@@ -216,7 +280,9 @@ def figures(params, inputs, out: Path):
                                 f"sample accuracy {m['sample_accuracy']:.3f}; log-prob AUC {m['score_auc_mean']}"
                                 + (f"; reward-model AUC {rm['score_auc_mean']} (trained on {rm['rm_train_answers']} "
                                    f"answers, training accuracy {rm['rm_train_accuracy']:.3f})" if rm else "")})
+    records = tuning_records(runs, variants, params)
     summary = {v: {"label": labels.get(v, v), "success": runs[v]["settings"].get("success", "lm"),
+                   "capped": capped_notes(records, v, runs[v]["seeds"][0]["cost_ratios"]),
                    "optimum": optimum_label(v).split(" (")[0],
                    "holds_fixed": ("the trained LM, its sampled answer pools and the reward model (adap.lm.seed)"
                                    if v.startswith("lm") else ""),
@@ -224,4 +290,38 @@ def figures(params, inputs, out: Path):
                    "items": {k: [[[p[k] / p["optimum"] for p in r["prompts"]] for r in s["per_ratio"]]
                                  for s in runs[v]["seeds"]] for k in POLICIES}}
                for v in variants}
+    tuning.write_csv(out / "tuning.csv", "adap", records)
     return claims.write_tables(out, rows, paper_claims.claim_rows(summary, scale))
+
+
+def tuning_records(runs: dict, variants: list, params: dict) -> list:
+    """Every tuned n (per variant, cost ratio, seed; one record per baseline and difficulty bin) and
+    the knobs nobody tunes."""
+    cfg = next(iter(runs.values()))["evaluation"]
+    records = [tuning.fixed(POLICIES["adap"], "shell schedule", "B_k = (c_g + c_v) 2^k, even split",
+                            "ADAP has no knob: its shell sizes follow from the two costs (method.shell_sizes)"),
+               tuning.fixed(POLICIES["difficulty"], "n_probe", cfg["n_probe"],
+                            "the baseline's design (adap.evaluation.n_probe): the probe that estimates difficulty"),
+               tuning.fixed(POLICIES["difficulty"], "bins", cfg["bins"],
+                            "the baseline's design (adap.evaluation.bins): quantile bins of the probe score")]
+    for v in variants:
+        for s in runs[v]["seeds"]:
+            for r in s["per_ratio"]:
+                records += [tuning.Record.from_json(d) for d in r.get("tuning", [])]
+    return records
+
+
+def capped_notes(records: list, variant: str, ratios: list) -> dict:
+    """Per baseline, per cost ratio: the tuning protocol's note when a tuned n stayed on a capped edge
+    in any seed (the difficulty-adaptive baseline's bins together)."""
+    out = {}
+    for key, name in (("fixed_n", POLICIES["fixed_n"]), ("difficulty", POLICIES["difficulty"])):
+        notes = []
+        for ratio in ratios:
+            where = f"{variant}, c_v/c_g = {float(ratio):g}"
+            hits = [r for r in records if r.setting == where and r.capped
+                    and (r.method == name or r.method.startswith(name + ", bin"))]
+            notes.append("; ".join(sorted({f"{r.method}'s n = {r.chosen:g} on the {r.edge} edge of its capped grid "
+                                           f"(seed {r.seed})" for r in hits})))
+        out[key] = notes
+    return out

@@ -43,3 +43,19 @@ def maximin_pca(covs: list[np.ndarray], k: int, iterations: int = 2000) -> tuple
     F_bar = F_sum / iterations
     primal = min(float(np.sum(F_bar * S)) for S in normalised)
     return top_eigenvectors(F_bar, k), {"relaxed_value": primal, "dual_bound": dual, "weights": w.tolist()}
+
+
+def held_out_domain_scores(domains: list[np.ndarray], k: int, maximin_iterations: int) -> dict:
+    """The validation the strongest baseline is named by: pooled and maximin PCA fitted on all
+    training domains but one, scored by the explained-variance share of the left-out domain; per
+    baseline the mean and the worst over the left-out domains (the unseen domains play no part)."""
+    from .method import domain_covariances, explained_fraction
+
+    covs, _ = domain_covariances(domains)
+    folds = {"pooled": [], "maximin": []}
+    for e in range(len(domains)):
+        rest = [X for i, X in enumerate(domains) if i != e]
+        c, w = domain_covariances(rest)
+        folds["pooled"].append(explained_fraction(pooled_pca(c, w, k), covs[e]))
+        folds["maximin"].append(explained_fraction(maximin_pca(c, k, iterations=maximin_iterations)[0], covs[e]))
+    return {b: {"mean": float(np.mean(v)), "worst": float(np.min(v))} for b, v in folds.items()}

@@ -107,3 +107,20 @@ def validate_gamma(domains: list[np.ndarray], k: int, gammas: list[float],
     order = np.argsort(gammas, kind="stable")
     chosen = next(gammas[i] for i in order if scores[i] >= best - 1e-12)
     return float(chosen), scores
+
+
+def tune_gamma(domains: list[np.ndarray], k: int, gammas: list[float], criterion: str = "worst",
+               extensions: int = 3) -> tuple[float, list[float], list[float], int]:
+    """`validate_gamma` under the tuning protocol: while the chosen gamma is the grid's largest, the
+    grid grows by one step of its own top spacing (ratio of its two largest values), up to
+    `extensions` steps. gamma = 0 (pooled PCA) is the grid's natural lower end and is never
+    extended past. Returns (chosen, grid, scores, extensions used)."""
+    grid = sorted(float(g) for g in gammas)
+    used = 0
+    while True:
+        chosen, scores = validate_gamma(domains, k, grid, criterion)
+        if chosen == grid[-1] and used < extensions and len(grid) >= 2 and grid[-2] > 0:
+            grid.append(float(f"{grid[-1] * grid[-1] / grid[-2]:.6g}"))
+            used += 1
+            continue
+        return chosen, grid, scores, used

@@ -43,10 +43,10 @@ def check_config(block: dict) -> list[str]:
                 and v.get("replay_batch", 0) >= block.get("train", {}).get("batch_size", 4):
             problems.append(f"variants.{name}.replay_batch: must be below train.batch_size, so that every batch "
                             "holds new chunks too")
-    tuning = block.get("tuning", {})
-    if tuning and tuning.get("seed") is not None and data.get("source", "synthetic") == "synthetic" \
-            and tuning.get("validation_clips", 1) >= data.get("train_clips", 8):
-        problems.append(f"tuning.validation_clips: must be below data.train_clips ({data.get('train_clips', 8)})")
+    tune = block.get("tune", {})
+    if tune and tune.get("seed") is not None and data.get("source", "synthetic") == "synthetic" \
+            and tune.get("validation_clips", 1) >= data.get("train_clips", 8):
+        problems.append(f"tune.validation_clips: must be below data.train_clips ({data.get('train_clips', 8)})")
     if "apexphys" not in block.get("run_variants", ["apexphys"]):
         problems.append("run_variants: must include 'apexphys', the method every claim is about")
     return problems

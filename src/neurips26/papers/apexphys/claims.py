@@ -14,17 +14,18 @@
 
 The rows, margins and controls are declared in `claims.yaml`; this module computes their numbers
 and `core.claims.Sheet` decides them. The MAE rows compare in bpm, lower is better, against the
-continual-learning baseline with the best mean on that metric (joint training is an upper bound,
-not a baseline), or against an ablation; the physiological-consistency row compares the pulse
+continual-learning baseline named on the validation clips by that metric (`validation`: {variant:
+{metric: value}}, the tune step's scores; joint training is an upper bound, not a baseline), or
+against an ablation; the physiological-consistency row compares the pulse
 SNR in dB, higher is better. Every claim row stands on the regime control
-`learned_beats_untrained`: the best continual model must beat the best untrained reference
+`learned_beats_untrained`: the best continual model (named on the validation clips) must beat the best untrained reference
 (GREEN, CHROM or POS), or the test bed does not reward learning in sequence and the rows are
 untested. The PGP row is `untested` when ApexPhys never inherited a branch (PGP never acted).
 """
 
 from __future__ import annotations
 
-from neurips26.core import claims
+from neurips26.core import claims, tuning
 
 P = "apexphys"
 CL_BASELINES = ("finetune", "ewc", "lwf", "replay")
@@ -36,7 +37,31 @@ def _mean(xs):
     return sum(xs) / len(xs)
 
 
-def _regime_row(sheet: claims.Sheet, summary: dict) -> None:
+def choices(summary: dict) -> dict:
+    """The names every comparison needs, chosen on the validation clips (summary["validation"]:
+    {variant: {"final_mae", "bwt", "plasticity_mae", "final_snr"}}, the tune step's scores on
+    seed `tune.seed`'s held-out training clips) before any test number is read: the strongest
+    continual-learning baseline per metric, and the best continual model of the regime control.
+    {id: (name, tuning record)}; an id without validation scores is left out."""
+    methods, val = summary["methods"], summary.get("validation") or {}
+    out = {}
+    for key, higher in (("bwt", False), ("final_mae", False), ("plasticity_mae", False), ("final_snr", True)):
+        pool = [v for v in CL_BASELINES if v in methods and key in val.get(v, {})]
+        if pool:
+            out[key] = tuning.strongest({v: val[v][key] for v in pool}, candidates=pool, maximize=higher,
+                                        setting=f"strongest baseline by validation {key}", metric=key,
+                                        seed="tune.seed", split="validation clips")
+    pool = [v for v in CONTINUAL if v in methods and "final_mae" in val.get(v, {})]
+    if pool:
+        name, rec = tuning.strongest({v: val[v]["final_mae"] for v in pool}, candidates=pool, maximize=False,
+                                     setting="regime control: best continual model", metric="final_mae",
+                                     seed="tune.seed", split="validation clips")
+        rec.method = "best continual model"
+        out["regime"] = (name, rec)
+    return out
+
+
+def _regime_row(sheet: claims.Sheet, summary: dict, chosen: dict) -> None:
     methods, unsup = summary["methods"], summary.get("unsupervised") or {}
     learned = [v for v in CONTINUAL if v in methods]
     refs = [m for m in UNTRAINED if m in unsup]
@@ -44,12 +69,16 @@ def _regime_row(sheet: claims.Sheet, summary: dict) -> None:
         sheet.untested("learned_beats_untrained", "the run has " + ("no continual model" if not learned
                                                                       else "no untrained reference scored"))
         return
-    best = min(learned, key=lambda v: _mean(methods[v]["final_mae"]))
+    if "regime" not in chosen:
+        sheet.untested("learned_beats_untrained", "no continual model was scored on the validation clips")
+        return
+    best = chosen["regime"][0]
     ref = min(refs, key=lambda m: _mean(unsup[m]["final_mae"]))
     sheet.comparison("learned_beats_untrained", methods[best]["final_mae"], unsup[ref]["final_mae"],
                      method=best, baseline=f"{ref} (no training)",
-                     how=(f"the best of {len(learned)} continual models against the best of {len(refs)} untrained "
-                          "references, both by mean final MAE on the same test clips ("
+                     how=(f"the best of {len(learned)} continual models by final MAE on the validation clips, against "
+                          f"the best of {len(refs)} untrained references (they have no knob and see no training "
+                          "data), both on the same test clips ("
                           + ", ".join(f"{m} {_mean(unsup[m]['final_mae']):.3g}" for m in refs) + ")"))
 
 
@@ -58,6 +87,9 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
     methods, fixed = summary["methods"], summary.get("holds_fixed", "")
     baselines = [v for v in CL_BASELINES if v in methods]
     how = f"replicates hold fixed: {fixed}" if fixed else ""
+
+    chosen = choices(summary)
+    records = [tuning.Record.from_json(r) for r in summary.get("tuning", [])]
 
     def compare(id, key, baseline, items=None):
         if "apexphys" not in methods or baseline is None or baseline not in methods:
@@ -69,16 +101,15 @@ def claim_rows(summary: dict, scale: str) -> list[dict]:
             return
         kw = ({"method_items": methods["apexphys"][items], "baseline_items": methods[baseline][items]}
               if items else {})
-        sheet.comparison(id, methods["apexphys"][key], methods[baseline][key], baseline=baseline, how=how, **kw)
+        sheet.comparison(id, methods["apexphys"][key], methods[baseline][key], baseline=baseline, how=how,
+                         method_capped=tuning.capped_note(records, "apexphys"),
+                         baseline_capped=tuning.capped_note(records, baseline), **kw)
 
     def strongest(key, higher=False):
-        usable = [v for v in baselines if key in methods[v]]
-        if not usable:
-            return None
-        sign = -1 if higher else 1
-        return min(usable, key=lambda v: sign * _mean(methods[v][key]))
+        """The continual-learning baseline named on the validation clips by this metric."""
+        return chosen[key][0] if key in chosen and key in methods[chosen[key][0]] else None
 
-    _regime_row(sheet, summary)
+    _regime_row(sheet, summary, chosen)
     compare("forgetting", "bwt", strongest("bwt"))
     compare("final_mae", "final_mae", strongest("final_mae"), items="final_items")
     compare("plasticity", "plasticity_mae", strongest("plasticity_mae"))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import claims, io, plotting, tracking, tuning
 
 from . import claims as apex_claims
 
@@ -159,7 +159,7 @@ def _split_validation(domains: list[dict], clips: int, chunk_length: int, stride
     for d in domains:
         n = len(d["train_clips_x"])
         if n <= clips:
-            raise ValueError(f"config key 'apexphys.tuning.validation_clips': domain {d['name']} has {n} training "
+            raise ValueError(f"config key 'apexphys.tune.validation_clips': domain {d['name']} has {n} training "
                              f"clips, it needs more than {clips}")
         train_x, train_y = chunks_of(d["train_clips_x"][:n - clips], d["train_clips_y"][:n - clips], chunk_length, stride)
         out.append({"name": d["name"], "train_x": train_x, "train_y": train_y,
@@ -168,41 +168,62 @@ def _split_validation(domains: list[dict], clips: int, chunk_length: int, stride
 
 
 def tune(params, inputs, out: Path):
-    """Pick a variant's penalty strength (EWC's or BCRP's lambda) from the shared grid
-    `tuning.grid`: on seed `tuning.seed`'s data, train on all but `tuning.validation_clips`
-    training clips per domain over the whole sequence, score the final model on the held-out
-    clips, keep the lambda with the lowest final validation MAE averaged over domains."""
+    """On seed `tune.seed`'s data, train on all but `tune.validation_clips` training clips per
+    domain over the whole sequence and score the model on the held-out clips (final validation MAE
+    averaged over domains; backward transfer and plasticity from the per-task evaluations). A
+    variant with a penalty strength (`tune`: EWC's or BCRP's lambda) has it tuned by the tuning
+    protocol (core.tuning.search): the shared log-spaced grid `tune.grid`, extended while the best
+    value sits on an edge; the other continual models are scored once. Every continual model's
+    validation scores feed the figures step's choices (the strongest baseline, the regime
+    control's best continual model)."""
     from neurips26.core.job import global_rank
 
     from .continual import run_protocol
 
-    tun, band = params["tuning"], params["heart_rate"]
+    tun, band = params["tune"], params["heart_rate"]
     settings = params["variant_settings"]
     key = settings.get("tune")
-    if key is None:
-        raise ValueError(f"config key 'apexphys.variants.{params['variant']}.tune': not set, nothing to tune")
     t = params["train"] | {"chunk_length": params["preprocess"]["chunk_length"]}
     domains, index = _load_domains(inputs["data"] / f"seed{tun['seed']}", t["chunk_length"], t["train_stride"])
     domains = _split_validation(domains, tun["validation_clips"], t["chunk_length"], t["train_stride"])
-    scores, timing = {}, {}
-    for value in tun["grid"]:
+    runs, timing = {}, {}
+
+    def validate(value=None):
         for old in out.glob("grid*"):
             shutil.rmtree(old)
         started = time.perf_counter()
-        res = run_protocol(domains, settings["kind"], settings | {key: float(value)}, t, params["model"], tun["seed"],
-                           out / f"grid{value}", params | {"tune_value": value}, index["fps"],
-                           (band["low_hz"], band["high_hz"]), evaluate_each_task=False)
-        timing[str(value)] = time.perf_counter() - started
-        scores[str(value)] = {"val_mae": res["final"]["mae"], "val_snr_db": res["final"]["snr_db"]}
-        print(f"tune {params['variant']}: {key} = {value}: validation MAE {res['final']['mae']:.3f} bpm", flush=True)
+        tag = "none" if value is None else f"{value:g}"
+        res = run_protocol(domains, settings["kind"], settings if value is None else settings | {key: float(value)},
+                           t, params["model"], tun["seed"], out / f"grid{tag}", params | {"tune_value": tag},
+                           index["fps"], (band["low_hz"], band["high_hz"]), evaluate_each_task=True)
+        timing[tag] = time.perf_counter() - started
+        runs[tag] = {"val_mae": res["final"]["mae"], "val_snr_db": res["final"]["snr_db"], "val_bwt": res["bwt"],
+                     "val_plasticity_mae": res["plasticity_mae"]}
+        print(f"tune {params['variant']}: {key or 'no knob'} = {tag}: validation MAE {res['final']['mae']:.3f} bpm "
+              f"({timing[tag]:.1f} s)", flush=True)
+        return res["final"]["mae"]
+
+    records = []
+    if key is None:
+        validate()
+        chosen, best = None, runs["none"]
+    else:
+        point, records = tuning.search(lambda **kw: validate(kw[key]), {key: list(tun["grid"])},
+                                       method=params["variant"], metric="final validation MAE (bpm)", maximize=False,
+                                       extensions=tuning.settings(params)["extensions"], bounds={key: (0.0, None)},
+                                       seed=tun["seed"], split=f"{tun['validation_clips']} held-out training clips "
+                                                               "per domain")
+        chosen = float(point[key])
+        best = runs[f"{chosen:g}"]
     for old in out.glob("grid*"):
         shutil.rmtree(old)
-    best = min(tun["grid"], key=lambda v: scores[str(v)]["val_mae"])  # ties: the first in the grid
     if global_rank() == 0:
-        io.write_json(out / "choice.json", {"variant": params["variant"], "key": key, "grid": list(tun["grid"]),
-                                            "seed": tun["seed"], "validation_clips": tun["validation_clips"],
-                                            "scores": scores, "chosen": float(best)})
-        io.write_json(out / "timing.json", {"seconds_per_value": timing})
+        io.write_json(out / "choice.json", {"variant": params["variant"], "key": key,
+                                            "grid": [] if key is None else records[0].grid, "seed": tun["seed"],
+                                            "validation_clips": tun["validation_clips"], "scores": runs,
+                                            "chosen": chosen, "validation": best,
+                                            "records": [r.to_json() for r in records]})
+        io.write_json(out / "timing.json", {"seconds_per_value": timing, "seconds": sum(timing.values())})
     return [out / "choice.json", out / "timing.json"]
 
 
@@ -254,7 +275,7 @@ def train(params, inputs, out: Path):
         tracking.active().log_metrics({f"seed{seed}/final_mae": fin["mae"], f"seed{seed}/bwt": results[str(seed)]["bwt"]})
     for old in out.glob("seed*"):
         shutil.rmtree(old)
-    metrics = {"variant": params["variant"], "kind": settings["kind"], "domains": index["order"],
+    metrics = {"variant": params["variant"], "kind": settings["kind"], "domains": index["order"], "settings": settings,
                "tuned": None if tuned is None else {"key": tuned["key"], "value": tuned["chosen"],
                                                     "from": tuned["variant"], "scores": tuned["scores"]},
                "seeds": results}
@@ -404,4 +425,43 @@ def figures(params, inputs, out: Path):
                                                           for name in order])) for u in per_seed_unsup]}
                          for m in ("GREEN", "CHROM", "POS")},
     }
+    validation, records = validation_scores(inputs, variants, runs)
+    summary["validation"], summary["tuning"] = validation, [r.to_json() for r in records]
+    choices = apex_claims.choices(summary)
+    records += [rec for _, rec in choices.values()]
+    tuning.write_csv(out / "tuning.csv", "apexphys", records)
     return claims.write_tables(out, table, apex_claims.claim_rows(summary, scale))
+
+
+FIXED = {"lwf": [("lwf_alpha", "the distillation weight of the LwF baseline as configured; the paper tunes only the "
+                               "parameter-penalty strengths (EWC's and BCRP's lambda)")],
+         "replay": [("replay_per_domain", "the replay buffer size is a memory budget, not tuned"),
+                    ("replay_batch", "a memory budget, not tuned")],
+         "apexphys": [("bcrp_top_fraction", "fixed as in the paper's method; not tuned"),
+                      ("hes_tau", "fixed as in the paper's method; not tuned"),
+                      ("hes_min_discrepancy", "fixed as in the paper's method; not tuned")]}
+
+
+def validation_scores(inputs, variants: list, runs: dict) -> tuple[dict, list]:
+    """Every continual model's scores on the validation clips (the tune step's choice.json), and the
+    tuning records: the tuned lambdas, the knobs that stay fixed, and the shared training settings."""
+    folder = inputs.get("validation") if hasattr(inputs, "get") else None
+    validation, records = {}, []
+    for v in variants:
+        f = Path(folder) / v / "choice.json" if folder else None
+        if f is None or not f.exists():
+            continue
+        c = io.read_json(f)
+        validation[v] = {"final_mae": c["validation"]["val_mae"], "final_snr": c["validation"]["val_snr_db"],
+                         "bwt": c["validation"]["val_bwt"], "plasticity_mae": c["validation"]["val_plasticity_mae"]}
+        records += [tuning.Record.from_json(r) for r in c.get("records", [])]
+    for v in variants:
+        settings = runs[v].get("settings") or {}
+        for knob, why in FIXED.get(v, []):
+            records.append(tuning.fixed(v, knob, settings.get(knob, ""), why))
+        if v in ("apexphys_no_hes", "apexphys_no_pgp"):
+            records.append(tuning.fixed(v, "bcrp_lambda", "as apexphys", "the ablation keeps the full method's tuned "
+                                                                          "lambda (tune_from: apexphys)"))
+    records.append(tuning.fixed("every method", "lr, steps_per_task, batch_size", "apexphys.train",
+                                "one training schedule for every method (the paper's shared PhysNet schedule)"))
+    return validation, records

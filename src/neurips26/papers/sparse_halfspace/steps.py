@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.core import claims, io, plotting, tracking
+from neurips26.core import claims, io, plotting, tracking, tuning
 
-from .baselines import averaging, sparse_averaging, svm, validated_l1_svm
-from .claims import claim_rows
+from .baselines import averaging, sparse_averaging, tuned_svm
+from .claims import BASELINES, claim_rows
+from .claims import LABELS as ROW_LABELS
 from .data import SparseHalfspace, gaussian_error, support_recovered
 from .method import fit_exponents, learn_sparse_halfspace, sample_size_for_target
 
@@ -27,7 +28,7 @@ METHODS = ("ours", "hinge_no_filter", "filter_dense", "l1_svm", "sparse_averagin
 LABELS = {"ours": "ours: sparse filter + l1/l2-constrained hinge",
           "hinge_no_filter": "constrained hinge without soft filter (ablation)",
           "filter_dense": "filter without sparsity (dense, l2 ball)", "l1_svm": "l1-SVM (C by validation)",
-          "sparse_averaging": "sparse (top-s) averaging", "svm": "SVM (l2)", "averaging": "averaging"}
+          "sparse_averaging": "sparse (top-s) averaging", "svm": "SVM (l2, C by validation)", "averaging": "averaging"}
 COLOURS = {"ours": "#d62728", "hinge_no_filter": "#ff7f0e", "filter_dense": "#2ca02c", "l1_svm": "#1f77b4",
            "sparse_averaging": "#8c564b", "svm": "#9467bd", "averaging": "#444444"}
 ADVERSARIES = {"decoy": "decoy direction", "boundary_flip": "boundary label flips"}
@@ -39,20 +40,28 @@ def _learner_args(problem: SparseHalfspace, a: dict, malicious=None) -> dict:
                 iterations=a["hinge_iterations"], malicious=malicious)
 
 
-def fit_all(x, y, malicious, problem: SparseHalfspace, a: dict, b: dict, seed: int) -> dict:
-    """Every method on one sample; the error and whether the top-s coordinates are the support."""
+def fit_all(x, y, malicious, problem: SparseHalfspace, a: dict, b: dict, seed: int, *, setting: str = "",
+            extensions: int = tuning.DEFAULT_EXTENSIONS) -> dict:
+    """Every method on one sample; the error and whether the top-s coordinates are the support. Both
+    SVMs' C by the tuning protocol on a held-out share of the sample (records under "tuning")."""
     common = _learner_args(problem, a, malicious)
     learned = {"ours": learn_sparse_halfspace(x, y, problem.s, **common),
                "hinge_no_filter": learn_sparse_halfspace(x, y, problem.s, soft_filter=False, **common),
                "filter_dense": learn_sparse_halfspace(x, y, None, **common)}
     ws = {k: v.w for k, v in learned.items()}
-    ws["l1_svm"], c = validated_l1_svm(x, y, b["l1_svm_cs"], b["validation_share"], seed)
-    ws["svm"] = svm(x, y, b["svm_c"], seed)
+    recs = []
+    chosen = {}
+    for m, kind in (("l1_svm", "l1"), ("svm", "l2")):
+        ws[m], chosen[m], r = tuned_svm(kind, x, y, b["c_grid"], b["validation_share"], seed, extensions=extensions,
+                                        setting=setting, method=ROW_LABELS[m])
+        recs += r
     ws["averaging"] = averaging(x, y)
     ws["sparse_averaging"] = sparse_averaging(x, y, problem.s)
     out = {m: {"error": gaussian_error(ws[m], problem.w_star), "support": support_recovered(ws[m], problem.support)}
            for m in METHODS}
-    out["l1_svm"]["chosen_c"] = c
+    out["l1_svm"]["chosen_c"] = chosen["l1_svm"]
+    out["svm"]["chosen_c"] = chosen["svm"]
+    out["tuning"] = [r.to_json() for r in recs]
     for m, r in learned.items():
         out[m]["malicious_weight_share"] = r.malicious_mass
         out[m]["filter_rounds"] = r.filter_rounds
@@ -101,6 +110,7 @@ def train(params, inputs, out: Path):
 
     p, a, b, seed = params["problem"], params["algorithm"], params["baselines"], params["seed"]
     adv = {"kind": "decoy", **params["adversary"]}
+    ext = tuning.settings(params)["extensions"]
     result = {"seed": seed, "grid": [], "noise_sweep": {}, "complexity": []}
     with threadpool_limits(params.get("threads", 1)):  # BLAS threads fixed: same floats every run
         for d in p["dims"]:
@@ -108,10 +118,10 @@ def train(params, inputs, out: Path):
             for n in p["sample_sizes"]:
                 rng = np.random.default_rng([p["data_seed"], d, n, seed, 1])
                 x, y, bad = problem.sample(n, adv["noise_rate"], adv, rng)
-                res = fit_all(x, y, bad, problem, a, b, seed)
+                res = fit_all(x, y, bad, problem, a, b, seed, setting=f"d = {d}, n = {n}", extensions=ext)
                 result["grid"].append({"d": d, "n": n, "noise_rate": adv["noise_rate"], "methods": res})
-                tracking.active().log_metrics({f"d{d}/{m}_error": r["error"] for m, r in res.items()}, step=n)
-                print(f"d={d} n={n}: " + "  ".join(f"{m} {r['error']:.3f}" for m, r in res.items()), flush=True)
+                tracking.active().log_metrics({f"d{d}/{m}_error": res[m]["error"] for m in METHODS}, step=n)
+                print(f"d={d} n={n}: " + "  ".join(f"{m} {res[m]['error']:.3f}" for m in METHODS), flush=True)
         sweep = params["noise_sweep"]
         problem = _problem(p, sweep["d"], seed)
         for ai, kind in enumerate(sweep.get("adversaries", list(ADVERSARIES))):
@@ -119,9 +129,9 @@ def train(params, inputs, out: Path):
             for eta in sweep["noise_rates"]:
                 rng = np.random.default_rng([p["data_seed"], sweep["d"], sweep["n"], seed, 2, ai, int(round(eta * 1e6))])
                 x, y, bad = problem.sample(sweep["n"], eta, {**adv, "kind": kind}, rng)
-                res = fit_all(x, y, bad, problem, a, b, seed)
+                res = fit_all(x, y, bad, problem, a, b, seed, setting=f"{kind}, noise rate {eta:g}", extensions=ext)
                 cells.append({"d": sweep["d"], "n": sweep["n"], "noise_rate": eta, "methods": res})
-                print(f"{kind} eta={eta}: " + "  ".join(f"{m} {r['error']:.3f}" for m, r in res.items()), flush=True)
+                print(f"{kind} eta={eta}: " + "  ".join(f"{m} {res[m]['error']:.3f}" for m in METHODS), flush=True)
         result["complexity"] = sample_complexity(p, adv, a, params["complexity"], seed)
     io.write_json(out / "results.json", result)
     return [out / "results.json"]
@@ -168,9 +178,65 @@ def evaluate(params, inputs, out: Path):
                "error": grid, "noise_sweep_error": sweep, "noise_sweep_support_recovered": support,
                "error_growth_smallest_to_largest_d": growth, "malicious_weight_share_after_filter": malicious_share,
                "l1_svm_chosen_c": chosen_c, "complexity": complexity}
+    records = [r for run in runs for c in run["grid"] + [c for cs in run["noise_sweep"].values() for c in cs]
+               for r in c["methods"].get("tuning", [])]
+    choice, validation, more = choose_strongest(params, dims[-1], sizes[-1], adversaries, rates)
+    records = fixed_knobs(params) + records + more
+    metrics.update(strongest=choice, validation_error=validation, tuning=records)
     tracking.active().log_metrics({f"error_growth/{m}": float(np.mean(v)) for m, v in growth.items()})
     io.write_json(out / "metrics.json", metrics)
     return [out / "metrics.json"]
+
+
+def fixed_knobs(params) -> list[dict]:
+    """The knobs nobody tunes (the method's constants are the paper's, fixed by hand)."""
+    a = params["algorithm"]
+    why = "fixed by hand as in the paper's algorithm, not tuned per cell (no baseline has this knob)"
+    return [tuning.fixed(ROW_LABELS["ours"], k, a[k], why).to_json()
+            for k in ("hinge_scale", "filter_slack", "hard_filter_slack", "min_weight_mass")]
+
+
+def choose_strongest(params, d_top: int, n_top: int, adversaries: list, rates: list):
+    """The strongest baseline of each "better than the baselines" row, named on a validation seed
+    (baselines.validation_seed: its own w*, sample and malicious points, never a test seed) by the
+    clean error of each baseline there, before any test number is read. Returns (row id -> choice,
+    row id -> {baseline: validation error}, the records)."""
+    p, a, b = params["problem"], params["algorithm"], params["baselines"]
+    vseed = int(b["validation_seed"])
+    if vseed in [int(x) for x in params["seeds"]]:
+        raise ValueError(f"config key 'sparse_halfspace.baselines.validation_seed' ({vseed}) is one of the test seeds")
+    ext = tuning.settings(params)["extensions"]
+    adv = {"kind": "decoy", **params["adversary"]}
+    cells = {"beats_baselines": (d_top, n_top, adv["noise_rate"], "decoy",
+                                 [p["data_seed"], d_top, n_top, vseed, 1])}
+    sweep = params["noise_sweep"]
+    if rates:
+        for ai, kind in enumerate(sweep.get("adversaries", list(ADVERSARIES))):
+            if kind in adversaries:
+                eta = rates[-1]
+                cells[f"robust_{kind}"] = (sweep["d"], sweep["n"], eta, kind, [p["data_seed"], sweep["d"], sweep["n"],
+                                                                               vseed, 2, ai, int(round(eta * 1e6))])
+    choice, validation, records = {}, {}, []
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(params.get("threads", 1)):
+        for row, (d, n, eta, kind, key) in cells.items():
+            where = f"validation seed {vseed}: {kind}, d = {d}, n = {n}, noise rate {eta:g}"
+            problem = _problem(p, d, vseed)
+            x, y, bad = problem.sample(n, eta, {**adv, "kind": kind}, np.random.default_rng(key))
+            res = fit_all(x, y, bad, problem, a, b, vseed, setting=where, extensions=ext)
+            records += res["tuning"]
+            validation[row] = {m: res[m]["error"] for m in BASELINES}
+            choice[row], rec = tuning.strongest(validation[row], candidates=list(BASELINES), maximize=False,
+                                                setting=f"{row} ({kind}, d = {d}, n = {n}, noise rate {eta:g})",
+                                                metric="clean error angle(w, w*)/pi", seed=vseed,
+                                                split="validation seed")
+            rec.grid = [ROW_LABELS[m] for m in rec.grid]
+            rec.chosen = ROW_LABELS[rec.chosen]
+            records.append(rec.to_json())
+            print(f"{row}: strongest baseline on validation seed {vseed}: {choice[row]} "
+                  + " ".join(f"{m} {v:.3f}" for m, v in validation[row].items()), flush=True)
+    return choice, validation, records
 
 
 # ---------------------------------------------------------------- figures
@@ -274,4 +340,5 @@ def figures(params, inputs, out: Path):
         s_, d = key.split(",")
         rows.append({"experiment": f"n needed for error <= {c['target_error']:g}", "d": d, "n": claims.fmt(v),
                      "noise_rate": eta, "ours": f"s = {s_}"})
+    tuning.write_csv(out / "tuning.csv", PAPER, [tuning.Record.from_json(r) for r in m.get("tuning", [])])
     return claims.write_tables(out, rows, claim_rows({**m, "noise_rate": eta}, scale))
