@@ -177,12 +177,15 @@ def run(task: str, data, method: str, lr: float, block: dict, seed: int, inputs:
 
 
 # ---------------------------------------------------------------- the closed form against a generic solver
-def generic_balanced_solution(delta_w, B, A, scaling, p_r, p_c, iters: int = 5000):
+def generic_balanced_solution(delta_w, B, A, scaling, p_r, p_c, iters: int = 50000):
     """The H-weighted closest LoRA approximation found without the closed form: LSQR on the
     vectorised weighted problem min ||Wt (s (dB A + B dA) - delta_w)||_F (Wt = sqrt(p_r p_c^T); the
     two blocks of unknowns scaled by the norms of their coefficient factors, a diagonal right
     preconditioner), then the imbalance selection as a second least-squares problem over the
-    gauge K: min_K ||Wt ((dB + B K) A - B (dA - K A))||_F (torch.linalg.lstsq). float64."""
+    gauge K: min_K ||Wt ((dB + B K) A - B (dA - K A))||_F (torch.linalg.lstsq). float64.
+    LSQR stops at its tolerances or after `iters` iterations: with factors trained at the tuned
+    rates (cond(B) about 360) 5000 iterations left its residual above the closed form's (a 6e-4
+    relative image difference); 50 000 reach it (1e-11)."""
     from scipy.sparse.linalg import LinearOperator, lsqr
 
     D, B, A = (t.double().cpu().numpy() for t in (delta_w, B, A))
