@@ -1,28 +1,16 @@
 """benchmarks/gpu_check.py in toy mode on the CPU: every paper's cases train at least one step
 with a positive throughput, and the JSON table has every field the papers' READMEs quote."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from benchmark_scripts import load
 
-ROOT = Path(__file__).resolve().parents[1]
+NAME = "gpu_check"
 
 ROW_FIELDS = {"paper", "case", "model", "params", "trainable_params", "batch", "micro_batch", "precision",
               "warmup_steps", "steps_requested", "steps_done", "stopped_by", "step_ms", "samples_per_s", "unit",
               "throughput", "peak_gpu_mem_bytes", "peak_gpu_mem_gb", "loss", "error"}
-
-
-def _load():
-    """The script as a module (registered, as its dataclasses need)."""
-    if "gpu_check" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["gpu_check"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["gpu_check"]
 
 
 @pytest.fixture(scope="module")
@@ -33,15 +21,14 @@ def toy_run(tmp_path_factory):
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("gpu_check") / "gpu_check.json"
     try:
-        result = _load().main(["--toy", "--steps", "2", "--warmup", "1", "--out", str(out)])
+        result = load(NAME).main(["--toy", "--steps", "2", "--warmup", "1", "--out", str(out)])
     finally:
         torch.set_num_threads(before)
     return result, json.loads(out.read_text())
 
-
 def test_every_paper_trains_with_positive_throughput(toy_run):
     result, written = toy_run
-    gpu_check = _load()
+    gpu_check = load(NAME)
     assert written["toy"] is True and written["device_type"] == "cpu"
     assert written["failed"] == [] and result["failed"] == []
     rows = written["rows"]
@@ -60,9 +47,8 @@ def test_every_paper_trains_with_positive_throughput(toy_run):
     assert next(r for r in rows if r["paper"] == "apexphys")["frames_per_s"] > 0
     assert {n["paper"] for n in written["not_run"]} >= {"embed_merge", "fedlora_align"}
 
-
 def test_bad_arguments_are_refused_with_a_message(capsys):
-    gpu_check = _load()
+    gpu_check = load(NAME)
     with pytest.raises(SystemExit):
         gpu_check.parse_args(["--papers", "nar_dit,not_a_paper"])
     assert "not_a_paper" in capsys.readouterr().err

@@ -233,7 +233,7 @@ PAPER_GPU_RULES = {"nar_dit_train": 8, "nar_dit_size": 8, "nar_dit_evaluate": 1,
 
 # training rules whose loop is not Lightning's (zeroth-order: forward passes only), so no trainer
 # saves a checkpoint on the warning signal, which they are therefore not sent
-NO_TRAINER = {"ar1_zo_tune", "ar1_zo_train"}
+NO_TRAINER = {"ar1_zo_tune", "ar1_zo_train", "beta_tta_tune"}
 
 
 def test_paper_dry_run_on_slurm_puts_gpu_rules_on_the_gpu_partition(tmp_path):
