@@ -90,11 +90,112 @@ def _random_shape(rng, max_depth=3, max_children=6):
     return node(0)
 
 
+def _disagree_root(shares, counts):
+    """A depth-1 MAX tree whose leaves all lie below theta = 0 (the root disagrees, r_c = c_c / C) with
+    costs proportional to `shares` and the given counts."""
+    shares = np.asarray(shares, dtype=float)
+    tree = T.from_nested([0] * len(shares), True)
+    cost = 10.0 * shares
+    mu = -np.sqrt(2.0 / cost)            # Gaussian: c = 1 / d = 2 / mu^2
+    st = method.State(tree, 0.0, T.GAUSSIAN)
+    glr = [n * m * m / 2 for n, m in zip(counts, mu)]
+    st.load([sum(counts), *counts], [mu.max(), *mu], [min(glr), *glr], [cost.sum(), *cost])
+    st.S = [m * n for m, n in zip(mu, counts)]
+    return st
+
+
+def test_gap_key_differs_from_the_quotient_key_on_the_counterexample():
+    """r = (.6, .3, .1), N = (114, 48, 15): the gap N_n r_c - N_c = (-7.8, 5.1, 2.7) picks the second
+    child, the quotient N_c / r_c = (190, 160, 150) the third. The method follows the gap form."""
+    st = _disagree_root([0.6, 0.3, 0.1], [114, 48, 15])
+    np.testing.assert_allclose(st.ratios(0), [0.6, 0.3, 0.1], rtol=1e-12)
+    for forcing in ("node", "none"):
+        assert st.select_ratio(forcing) == st.select_ratio_scan(forcing) == 1
+        assert st.select_ratio(forcing, "quotient") == st.select_ratio_scan(forcing, "quotient") == 2
+    assert method.selector(st, "ratio")() == 1 and method.selector(st, "ratio_quotient")() == 2
+
+
+def _float_gap_argmax(c, n, Nn, C):
+    best, arg = None, -1
+    for j, (cj, nj) in enumerate(zip(c, n)):
+        if cj == method.INF:
+            continue
+        k = Nn * (cj / C) - nj
+        if arg < 0 or k > best:
+            best, arg = k, j
+    return arg
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_kinetic_gap_tournament_matches_a_brute_force_argmax(ties):
+    """The kinetic tournament's winner equals the brute-force argmax of the float gap keys (first slot
+    on ties) after every one of many random line updates and queries at s = N_n / C moving both ways,
+    with costs from a small set and small counts (ties = True: exact ties and parallel lines)."""
+    rng = np.random.default_rng(21 + ties)
+    checked = 0
+    for trial in range(60):
+        b = int(rng.integers(1, 70))
+        kt = method._Children(b, True)
+
+        def draw():
+            if ties:
+                return float(rng.choice([0.5, 1.0, 2.0, 3.0, method.INF], p=[.3, .3, .2, .15, .05])), int(rng.integers(1, 6))
+            return (float(rng.exponential(3.0)) if rng.random() > 0.03 else method.INF), int(rng.integers(1, 400))
+
+        lines = [draw() for _ in range(b)]
+        for j, (c, n) in enumerate(lines):
+            kt.set(j, -1.0, 0.0, c, n, 0.0)
+        kt.build()
+        for _ in range(150):
+            if rng.random() < 0.6:
+                j = int(rng.integers(b))
+                lines[j] = draw()
+                kt.update(j, -1.0, 0.0, lines[j][0], lines[j][1], 0.0)
+            C = float(rng.uniform(0.5, 50.0)) if rng.random() < 0.5 else float(rng.choice([1.0, 2.0, 4.0]))
+            Nn = int(rng.integers(1, 3000))
+            c, n = zip(*lines)
+            assert kt.gap_winner(Nn, C) == _float_gap_argmax(c, n, Nn, C), (trial, b)
+            # a second query at the same point reads the certificates without repair
+            assert kt.gap_winner(Nn, C) == _float_gap_argmax(c, n, Nn, C)
+            checked += 1
+    assert checked == 60 * 150
+
+
+def test_kinetic_gap_tournament_repairs_a_logarithmic_number_of_positions(monkeypatch):
+    """Tracking on a 1024-child disagree root: after the warm-up a round repairs about the updated
+    child's log2(1024) = 10 ancestors, not the 1023 positions of a rebuild."""
+    tree = T.regular(1024, 1, root_is_max=True)
+    mu = np.random.default_rng(4).uniform(-4.0, -3.0, 1024)  # the timing's leaf means: the root disagrees
+    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng(5))
+    st = method.State(tree, 0.0, T.GAUSSIAN)
+    st.initialise(src.draw_all())
+    for _ in range(3000):
+        leaf = st.select_ratio()
+        st.add(leaf, src.draw(leaf))
+    calls = [0]
+    repair = method._Children._repair
+
+    def counted(self, *args):
+        positions = repair(self, *args)
+        calls[0] += positions
+        return positions
+
+    monkeypatch.setattr(method._Children, "_repair", counted)
+    disagree = 0
+    for _ in range(2000):
+        disagree += st.val[0] < 0.0
+        leaf = st.select_ratio()
+        st.add(leaf, src.draw(leaf))
+    assert disagree == 2000 and calls[0] >= 2000 * 10  # the updated child's path is repaired every round
+    assert calls[0] / 2000 < 3 * 10
+
+
+@pytest.mark.parametrize("key", ["gap", "quotient"])
 @pytest.mark.parametrize("family", ["gaussian", "bernoulli"])
-def test_tournament_selection_equals_the_linear_scan_on_random_trees(family):
-    """The O(1)-per-level walk over tournament trees picks the same leaf as the linear scan of the
-    ratio rule, for the three forcing modes, on many random irregular trees (Bernoulli leaves make
-    exact ties of cost and count frequent, so the tie-breaking is exercised too)."""
+def test_tournament_selection_equals_the_linear_scan_on_random_trees(family, key):
+    """The walk over (kinetic) tournament trees picks the same leaf as the linear scan of the ratio
+    rule, for both keys and the three forcing modes, on many random irregular trees (Bernoulli leaves
+    make exact ties of cost and count frequent, so the tie-breaking is exercised too)."""
     rng = np.random.default_rng(11)
     fam = T.FAMILIES[family]
     theta = 0.0 if family == "gaussian" else 0.5
@@ -109,8 +210,8 @@ def test_tournament_selection_equals_the_linear_scan_on_random_trees(family):
         st.initialise(src.draw_all())
         for r in range(120):
             forcing = ("node", "global", "none")[r % 3]
-            leaf = st.select_ratio(forcing)
-            assert leaf == st.select_ratio_scan(forcing), (trial, r, forcing)
+            leaf = st.select_ratio(forcing, key)
+            assert leaf == st.select_ratio_scan(forcing, key), (trial, r, forcing)
             checked += 1
             st.add(leaf, src.draw(leaf))
     assert checked > 10000
@@ -280,3 +381,24 @@ def test_figures_write_every_rules_fixed_knobs_to_tuning_csv(tmp_path):
     assert knobs[(names["lucb_matched"], "exploration level b(n)")] == "log((1 + log n) / delta)"
     assert "sqrt(N_n)" in knobs[(names["ratio"], "forced exploration")]
     assert "sqrt(t)" in knobs[(names["dtracking"], "forced exploration")]
+
+
+def test_timed_walk_reads_the_gap_key_at_every_round(monkeypatch):
+    """The timing instances put every leaf far below theta, so the timed walk splits weight by the gap
+    key at the MAX root every round (with means on both sides of theta a depth-1 MAX root agrees and
+    the timing would measure one argmin, not the method's key)."""
+    from neurips26.papers.threshold_mcts import steps
+
+    calls = [0]
+    gap_winner = method._Children.gap_winner
+
+    def counted(self, *args):
+        calls[0] += 1
+        return gap_winner(self, *args)
+
+    monkeypatch.setattr(method._Children, "gap_winner", counted)
+    cfg = {"algorithms": ["ratio"], "wide": [64, 128, 256], "deep": {"branching": 2, "depths": []}, "rounds": 40,
+           "linear_rounds": 4, "blocks": 2, "repeats": 1, "check_rounds": 1, "seed": 0}
+    steps.measure_round_times(cfg)
+    walked = 3 * (40 + 40 // 4 + 1)  # timed + warm-up rounds per tree, and one checked round
+    assert calls[0] >= 0.95 * walked

@@ -7,20 +7,27 @@ D-tracking (Garivier & Kaufmann 2016) over the leaves: if some leaf has N_i < sq
 least-sampled leaf, else pull argmax_i t w*_i(mu_hat) - N_i. Computing w* is a full pass: O(K) per round.
 
 Ratio-based tracking: w* factorises along the tree (each internal node n splits its weight among its
-children in ratios r_c), so the tracking rule is applied locally while walking down from the root: at
+children in ratios r_c), so D-tracking's rule is applied locally while walking down from the root: at
 node n with N_n samples in its subtree, force the least-sampled child if N_c < sqrt(N_n) - b_n/2
-(per-node forced exploration), else go to the child with the smallest ratio N_c / r_c (the child
-furthest behind its share). The ratios are r_c = c_c / c_n at a "disagree" node, so the key is
-N_c / c_c up to the common factor c_n: it depends on the child alone. At an "agree" node r_c is 1 for
-the cheapest same-side child (shared on ties), 0 for the rest, so the key is (c_c, N_c) over the
-same-side children. Every node keeps a tournament tree over its children holding these keys and the
-aggregates its own statistics need (max/min value, sums and minima of the GLR and cost terms), so a
-sample updates O(log b_n) entries at each node of its path and the walk reads the winner at each
-node in O(1): O(sum over the path of log b_n) = O(log #leaves) per round, also for a depth-1 tree
-with 10^4 leaves. `select_ratio_scan` is the same rule by a linear scan over the children (the
-reference of the tests). The "global" variant replaces per-node forcing by D-tracking's global
-schedule (pull the least-sampled leaf while some N_i < sqrt(t) - K/2, found by a tournament tree over
-the leaves).
+(per-node forced exploration), else go to the child with the largest gap N_n r_c - N_c (the child
+furthest behind its share in samples). At an "agree" node r_c is 1 for the cheapest same-side child
+(shared on ties), 0 for the rest, so the gap picks the least-sampled of the cheapest same-side
+children: an argmin of (c_c, N_c). At a "disagree" node r_c = c_c / C with C = sum_c c_c, so the gap is
+the line c_c s - N_c of the child read at s = N_n / C; its argmax, the upper envelope at s, is kept by
+a kinetic tournament (`_Children.gap_winner`): each position of a tournament tree over the children
+holds its range's winner and the interval of s on which it is certified; a sample updates one child's
+line and empties the certificates of its O(log b_n) ancestors, and a query repairs only the
+positions whose certificate misses s. Every node also keeps the aggregates its own statistics need
+(max/min value, sums and minima of the GLR and cost terms). A round thus touches O(log b_n) positions
+at each node of its path plus the certificates that failed in between (about 14 positions per round
+at a disagree root of 1024 children, log2 1024 = 10; a test counts them). That second term has no
+worst-case bound here (s can move back and forth); it is measured, and the timing rows test the
+per-round cost on trees up to 10^4 leaves. `select_ratio_scan` is the same rule by a linear scan
+over the children (the reference of the tests). The "global" variant replaces per-node forcing by
+D-tracking's global schedule (pull the least-sampled leaf while some N_i < sqrt(t) - K/2, found by a
+tournament tree over the leaves). The "quotient" key, the smallest N_c / r_c, is an ablation: a
+different child in general (r = (.6, .3, .1), N = (114, 48, 15): the gap picks the second child, the
+quotient the third).
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ def beta(t: int, delta: float, kind: str = "practical", n_leaves: int = 1) -> fl
 _NONE3 = (INF, INF, INF)     # empty slot of an (cost, N, slot) argmin
 _NONE_D = (2, 0.0, 0)          # empty slot of a disagree-key argmin
 _NONE_N = (INF, INF)           # empty slot of an (N, slot) argmin
+GAP_MARGIN = 1e-9              # relative margin of a gap certificate (float keys err by ~1e-15)
 
 
 class _Children:
@@ -55,10 +63,21 @@ class _Children:
 
     Per position: the max (MAX node) or min (MIN node) value, the GLR sums over children >= theta
     (ga) and < theta (gb), the GLR minimum, the cost sum, and the argmins (cost, N, slot) over
-    children >= theta (a) and < theta (bl), the disagree key (flag, N / cost or N, slot) (d) and
-    (N, slot) (n). Ties go to the lower slot (tuple order), as in the linear scan."""
+    children >= theta (a) and < theta (bl), the quotient key (flag, N / cost or N, slot) (d), (N, slot)
+    (n) and (N, slot) over the children of infinite cost (inf). Ties go to the lower slot (tuple
+    order), as in the linear scan.
 
-    __slots__ = ("P", "is_max", "v", "ga", "gb", "gmin", "csum", "a", "bl", "d", "n")
+    The gap key of a disagree node, N_n c_c / C - N_c with C = sum_c c_c, is the line
+    f_c(s) = c_c s - N_c read at s = N_n / C, so its argmax is the upper envelope of the children's
+    lines at s. A kinetic tournament keeps it: position p holds the winner w[p] of its range and an
+    interval [lo[p], hi[p]] of s on which that winner is certified (both subtree winners certified,
+    and the comparison of their lines decided with a relative margin GAP_MARGIN, far above the
+    rounding of the float keys). A child update invalidates its log2(P) ancestors; a query repairs
+    only the positions whose interval misses s, comparing the float keys N_n * (c_c / C) - N_c
+    exactly as the linear scan computes them."""
+
+    __slots__ = ("P", "is_max", "v", "ga", "gb", "gmin", "csum", "a", "bl", "d", "n", "inf",
+                 "lc", "ln", "w", "lo", "hi")
 
     def __init__(self, b: int, is_max: bool):
         P = 1
@@ -68,6 +87,10 @@ class _Children:
         self.v = [-INF if is_max else INF] * (2 * P)
         self.ga, self.gb, self.gmin, self.csum = [0.0] * (2 * P), [0.0] * (2 * P), [INF] * (2 * P), [0.0] * (2 * P)
         self.a, self.bl, self.d, self.n = [_NONE3] * (2 * P), [_NONE3] * (2 * P), [_NONE_D] * (2 * P), [_NONE_N] * (2 * P)
+        self.inf = [_NONE_N] * (2 * P)
+        self.lc, self.ln = [INF] * P, [0] * P       # line of each slot: cost c_c and count N_c
+        self.w = [-1] * (2 * P)                      # gap winner (slot) of each position, -1: none
+        self.lo, self.hi = [-INF] * (2 * P), [INF] * (2 * P)
 
     def set(self, slot: int, v: float, g: float, c: float, N: int, theta: float) -> None:
         p = self.P + slot
@@ -79,12 +102,18 @@ class _Children:
             self.ga[p], self.gb[p], self.a[p], self.bl[p] = 0.0, g, _NONE3, (c, N, slot)
         self.d[p] = (0, N, slot) if c == INF else (1, N / c, slot)
         self.n[p] = (N, slot)
+        self.inf[p] = (N, slot) if c == INF else _NONE_N
+        self.lc[slot], self.ln[slot] = c, N
+        self.w[p] = -1 if c == INF else slot   # children of infinite cost have no line (C is infinite then)
 
     def update(self, slot: int, v: float, g: float, c: float, N: int, theta: float) -> None:
-        """Set one child's entry and recompute its log2(P) ancestors (the loop body is `pull`, inlined)."""
+        """Set one child's entry and recompute its log2(P) ancestors (the loop body is `pull`, inlined);
+        the ancestors' gap certificates are emptied (repaired by the next `gap_winner`)."""
         self.set(slot, v, g, c, N, theta)
         p = (self.P + slot) >> 1
-        vv, ga, gb, gmin, csum, a, bl, d, n = self.v, self.ga, self.gb, self.gmin, self.csum, self.a, self.bl, self.d, self.n
+        vv, ga, gb, gmin, csum, a, bl, d, n, inf = (self.v, self.ga, self.gb, self.gmin, self.csum, self.a, self.bl,
+                                                  self.d, self.n, self.inf)
+        lo, hi = self.lo, self.hi
         if self.is_max:
             while p:
                 l = 2 * p
@@ -98,6 +127,8 @@ class _Children:
                 bl[p] = bl[l] if bl[l] <= bl[r] else bl[r]
                 d[p] = d[l] if d[l] <= d[r] else d[r]
                 n[p] = n[l] if n[l] <= n[r] else n[r]
+                inf[p] = inf[l] if inf[l] <= inf[r] else inf[r]
+                lo[p], hi[p] = INF, -INF
                 p >>= 1
         else:
             while p:
@@ -112,10 +143,12 @@ class _Children:
                 bl[p] = bl[l] if bl[l] <= bl[r] else bl[r]
                 d[p] = d[l] if d[l] <= d[r] else d[r]
                 n[p] = n[l] if n[l] <= n[r] else n[r]
+                inf[p] = inf[l] if inf[l] <= inf[r] else inf[r]
+                lo[p], hi[p] = INF, -INF
                 p >>= 1
 
     def pull(self, p: int) -> None:
-        """Recompute position p from its two children."""
+        """Recompute position p from its two children (its gap certificate is emptied)."""
         l, r = 2 * p, 2 * p + 1
         vv = self.v
         vv[p] = (max if self.is_max else min)(vv[l], vv[r])
@@ -123,12 +156,76 @@ class _Children:
         self.gb[p] = self.gb[l] + self.gb[r]
         self.gmin[p] = min(self.gmin[l], self.gmin[r])
         self.csum[p] = self.csum[l] + self.csum[r]
-        for arr in (self.a, self.bl, self.d, self.n):
+        for arr in (self.a, self.bl, self.d, self.n, self.inf):
             arr[p] = arr[l] if arr[l] <= arr[r] else arr[r]
+        self.lo[p], self.hi[p] = INF, -INF
 
     def build(self) -> None:
         for p in range(self.P - 1, 0, -1):
             self.pull(p)
+
+    def gap_winner(self, Nn: int, C: float) -> int:
+        """The slot with the largest N_n * (c_c / C) - N_c over the children of finite cost (first slot
+        on ties; -1 if none), C finite: the root's certificate if it holds at s = N_n / C, else a
+        repair of the positions whose certificate misses s."""
+        s = Nn / C
+        if not self.lo[1] <= s <= self.hi[1]:
+            self._repair(s, Nn, C)
+        return self.w[1]
+
+    def _repair(self, s: float, Nn: int, C: float) -> int:
+        """Recompute, children first, every position whose certificate misses s (leaf positions are
+        always certified); returns how many."""
+        lo, hi, w, lc, ln, P = self.lo, self.hi, self.w, self.lc, self.ln, self.P
+        stack, order = [1], []
+        while stack:
+            p = stack.pop()
+            order.append(p)
+            l = 2 * p
+            if l < P:
+                if not lo[l] <= s <= hi[l]:
+                    stack.append(l)
+                if not lo[l + 1] <= s <= hi[l + 1]:
+                    stack.append(l + 1)
+        for p in reversed(order):
+            l = 2 * p
+            r = l + 1
+            wl, wr = w[l], w[r]
+            a = lo[l] if lo[l] >= lo[r] else lo[r]
+            b = hi[l] if hi[l] <= hi[r] else hi[r]
+            if wl < 0 or wr < 0:
+                w[p] = wl if wr < 0 else wr
+                lo[p], hi[p] = a, b
+                continue
+            cl, nl, cr, nr = lc[wl], ln[wl], lc[wr], ln[wr]
+            if cl == cr:  # parallel lines: the smaller count wins at every s (the lower slot on equal lines)
+                w[p] = wl if nl <= nr else wr
+                lo[p], hi[p] = a, b
+                continue
+            if Nn * (cl / C) - nl >= Nn * (cr / C) - nr:  # the scan's float keys, first slot on ties
+                w[p] = wl
+                cw, nw, co, no = cl, nl, cr, nr
+            else:
+                w[p] = wr
+                cw, nw, co, no = cr, nr, cl, nl
+            # the winner's line stays above the other's by more than the margin where
+            # (cw - co) s - (nw - no) > GAP_MARGIN ((cw + co) s + nw + no): a half-line in s
+            alpha = (cw - co) - GAP_MARGIN * (cw + co)
+            beta_ = (nw - no) + GAP_MARGIN * (nw + no)
+            if alpha > 0:
+                edge = beta_ / alpha
+                ja, jb = edge + abs(edge) * 1e-12 + 1e-300, INF
+            elif alpha < 0:
+                edge = beta_ / alpha
+                ja, jb = -INF, edge - abs(edge) * 1e-12 - 1e-300
+            else:
+                ja, jb = (-INF, INF) if beta_ < 0 else (INF, -INF)
+            if not ja <= s <= jb:  # a near tie at this s: certified for no s, recomputed at the next query
+                lo[p], hi[p] = INF, -INF
+            else:
+                lo[p] = a if a >= ja else ja
+                hi[p] = b if b <= jb else jb
+        return len(order)
 
 
 class _LeafCounts:
@@ -276,16 +373,19 @@ class State:
         return self.val[0] >= self.theta
 
     # ---------------------------------------------------------------- sampling rules
-    def select_ratio(self, forcing: str = "node") -> int:
-        """Ratio-based tracking by the tournament trees: O(1) per level. forcing: 'node' (force the
-        least-sampled child when N_c < sqrt(N_n) - b_n/2) or 'global' (force the least-sampled leaf
-        when N_i < sqrt(t) - K/2, then walk without forcing)."""
+    def select_ratio(self, forcing: str = "node", key: str = "gap") -> int:
+        """Ratio-based tracking by the tournament trees. forcing: 'node' (force the least-sampled child
+        when N_c < sqrt(N_n) - b_n/2), 'global' (force the least-sampled leaf when N_i < sqrt(t) - K/2,
+        then walk without forcing) or 'none'. key: 'gap' (the child with the largest N_n r_c - N_c,
+        D-tracking's rule applied to the child ratios; the method) or 'quotient' (the smallest
+        N_c / r_c; an ablation)."""
         if forcing == "global":
             low, leaf = self.leafmin.m[1]
             if low < math.sqrt(self.t) - len(self.leaf_node) / 2:
                 self.forced += 1
                 return leaf
         per_node = forcing == "node"
+        gap = key == "gap"
         n, N, theta = 0, self.N, self.theta
         while True:
             kt = self.kids[n]
@@ -300,13 +400,21 @@ class State:
                     continue
             above = self.val[n] >= theta
             if self.is_max[n] == above:
+                # r_c = 1/k on the k cheapest same-side children, 0 elsewhere: both keys pick the
+                # least-sampled of the cheapest (every N_c >= 1, so N_n/k - min N_c >= 0 > -N_other)
                 n = ch[(kt.a[1] if above else kt.bl[1])[2]]
-            else:
+            elif not gap:
                 n = ch[kt.d[1][2]]
+            elif kt.inf[1][0] < INF:
+                # C infinite: r_c = 1/k on the children of infinite cost, the least-sampled of them wins
+                n = ch[kt.inf[1][1]]
+            else:
+                n = ch[kt.gap_winner(N[n], kt.csum[1])]
 
-    def select_ratio_scan(self, forcing: str = "node") -> int:
-        """The same rule by a linear scan over the children (and the leaves): O(b_n) per level.
-        Ratio key N_c / r_c (infinite where r_c = 0), smallest wins, first child on ties."""
+    def select_ratio_scan(self, forcing: str = "node", key: str = "gap") -> int:
+        """The same rule by a linear scan over the children (and the leaves): O(b_n) per level, the
+        reference of the tournament-tree walk. r_c from `ratios`; gap key N_n r_c - N_c, largest wins;
+        quotient key N_c / r_c (infinite where r_c = 0), smallest wins; first child on ties."""
         if forcing == "global":
             counts = [self.N[x] for x in self.leaf_node]
             low = min(counts)
@@ -321,11 +429,14 @@ class State:
                 n = ch[counts.index(low)]
                 continue
             r = self.ratios(n)
-            best, arg = INF, None
+            best, arg = None, None
             for c, rc, nc in zip(ch, r, counts):
-                key = nc / rc if rc > 0 else INF
-                if arg is None or key < best:
-                    best, arg = key, c
+                if key == "gap":
+                    k = -(N[n] * rc - nc)
+                else:
+                    k = nc / rc if rc > 0 else INF
+                if arg is None or k < best:
+                    best, arg = k, c
             n = arg
         return self.leaf_of[n]
 
@@ -368,14 +479,15 @@ class RewardSource:
         return np.array([self.draw(i) for i in range(len(self.mu))])
 
 
-RULES = ("ratio", "ratio_global", "ratio_scan", "dtracking", "uniform")
+RULES = ("ratio", "ratio_global", "ratio_scan", "ratio_quotient", "dtracking", "uniform")
 
 
 def selector(st: State, rule: str):
     """The sampling rule `rule` of state `st` as a function of no argument returning a leaf."""
     K = st.tree.n_leaves
     select = {"ratio": st.select_ratio, "ratio_global": lambda: st.select_ratio("global"),
-              "ratio_scan": st.select_ratio_scan, "dtracking": st.select_dtracking,
+              "ratio_scan": st.select_ratio_scan, "ratio_quotient": lambda: st.select_ratio("node", "quotient"),
+              "dtracking": st.select_dtracking,
               "uniform": lambda: st.t % K}.get(rule)
     if select is None:
         raise ValueError(f"config key 'threshold_mcts.algorithms': unknown sampling rule {rule!r} ({', '.join(RULES)})")
