@@ -283,3 +283,50 @@ def test_ablation_without_soft_filter_is_the_constrained_hinge_on_the_hard_filte
                             ALGO["iterations"])
     np.testing.assert_allclose(learned.w, ref, atol=1e-6)
     assert learned.weight_mass == keep.sum()
+
+
+def test_sample_complexity_bisects_the_dense_filter_on_the_same_pools(monkeypatch):
+    """The negative control of the exponent rows: every (s, d) cell runs the same bisection for the
+    filter without sparsity (sparsity None) on the same nested samples as ours."""
+    from neurips26.papers.sparse_halfspace import steps
+
+    seen = {}
+    real = steps.learn_sparse_halfspace
+
+    def spy(x, y, sparsity, **kw):
+        seen.setdefault(len(y), {})[sparsity] = (x.copy(), y.copy())
+        return real(x, y, sparsity, **kw)
+
+    monkeypatch.setattr(steps, "learn_sparse_halfspace", spy)
+    p = {"sparsity": 2, "margin": 0.1, "data_seed": 5}
+    adv = {"kind": "decoy", "noise_rate": 0.1, "decoy_scale": 3.0, "flip_scale": 1.0}
+    a = {"hinge_scale": 0.5, "hinge_iterations": 50, "hard_filter_slack": 1.5, "filter_slack": 2.0,
+         "filter_rounds": 10, "min_weight_mass": 0.5}
+    c = {"sparsities": [2], "dims": [16], "target_error": 0.25, "n_low": 20, "n_high": 400, "bisection_steps": 3}
+    (cell,) = steps.sample_complexity(p, adv, a, c, seed=0)
+    assert {"n_needed", "reached", "n_needed_dense", "reached_dense"} <= set(cell)
+    assert None in seen[400] and 2 in seen[400]  # both learners at the largest n
+    for n, by in seen.items():
+        if len(by) == 2:  # where both evaluated the same n, they saw the same sample
+            np.testing.assert_array_equal(by[None][0], by[2][0])
+            np.testing.assert_array_equal(by[None][1], by[2][1])
+    # the dense bisection's answer is the smallest n it evaluated at or under the target
+    errs = {int(k): v for k, v in cell["errors_dense"].items()}
+    if cell["reached_dense"]:
+        assert errs[cell["n_needed_dense"]] <= 0.25
+
+
+def test_dense_control_exponents_match_numpy_least_squares():
+    """dense_complexity fits the dense filter's n per seed as fit_exponents does ours; n = 2 d (the
+    scaling of a dense method) gives the exponent of log d that numpy's polyfit gives."""
+    from neurips26.papers.sparse_halfspace.steps import dense_complexity
+
+    dims, sps = [64, 512, 4096], [2, 5, 10]
+    comp = [[{"s": s, "d": d, "n_needed": 10, "reached": True, "n_needed_dense": 2 * d * (1 + k / 10),
+              "reached_dense": d < 4096 or k > 0} for s in sps for d in dims] for k in range(3)]
+    out = dense_complexity(comp)
+    want = np.polyfit(np.log(np.log(dims)), np.log(dims), 1)[0]
+    assert out["exponent_log_d"] == pytest.approx([want] * 3)
+    assert out["exponent_s"] == pytest.approx([0.0] * 3, abs=1e-9)
+    assert want > 5  # n growing like d fails the (log d)^5 bound over d = 64 .. 4096
+    assert out["unreached"] == 3 and out["unreached_dims"] == [4096] and out["cells"] == 27

@@ -173,3 +173,26 @@ def test_a_capped_baseline_c_keeps_the_row_from_saying_yes():
     summary["tuning"] = [rec.to_json()]
     rows = {r["id"]: r for r in claim_rows(summary, "default")}
     assert rows["beats_baselines"]["reproduced"] != "yes"
+
+
+def _with_null(exponent_log_d, unreached=0, exponent_s=(0.1, 0.0, -0.1)):
+    s = _summary(HOLDS)
+    s["complexity"].update(n_high=3000, null_dense={"cells": 27, "unreached": unreached, "unreached_dims": [4096],
+                                                    "exponent_s": list(exponent_s),
+                                                    "exponent_log_d": list(exponent_log_d)})
+    return {r["id"]: r for r in claim_rows(s, "default")}
+
+
+def test_exponent_rows_report_their_negative_control_and_stay_checks():
+    # the old rows had no negative control: a dense filter scored against the same bound was never run
+    rows = _with_null((5.9, 6.1, 6.0))
+    assert "fails the bound" in rows["exponent_log_d"]["criterion"]
+    assert "passes the bound too" in rows["exponent_s"]["criterion"]  # n of the dense filter does not grow with s
+    for id in ("exponent_s", "exponent_log_d"):
+        assert rows[id]["kind"] == "check" and rows[id]["reproduced"] == "pass"
+        assert "the row stays a check" in rows[id]["criterion"]
+    # censored control cells: the control's exponent is a lower bound, not scored
+    rows = _with_null((5.9, 6.1, 6.0), unreached=4)
+    assert "4 of 27 cells missed the target" in rows["exponent_log_d"]["criterion"]
+    assert "not scored" in rows["exponent_log_d"]["criterion"]
+    assert rows["exponent_log_d"]["reproduced"] == "pass"

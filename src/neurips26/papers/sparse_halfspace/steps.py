@@ -75,9 +75,11 @@ def _problem(p: dict, d: int, seed: int, s: int | None = None) -> SparseHalfspac
 
 
 def sample_complexity(p: dict, adv: dict, a: dict, c: dict, seed: int) -> list[dict]:
-    """For each (s, d): the n at which ours reaches c["target_error"], by bisection on log n.
-    The samples are nested: prefixes of one pool of clean points and one pool of malicious
-    points, round(eta n) of them, so the error is measured along one growing sample."""
+    """For each (s, d): the n at which ours reaches c["target_error"], by bisection on log n, and the
+    same for the filter without sparsity (the negative control of the exponent rows: its n should
+    grow like d, not log d). The samples are nested: prefixes of one pool of clean points and one
+    pool of malicious points, round(eta n) of them, so the error is measured along one growing
+    sample; both learners see the same pools."""
     cells = []
     eta = adv["noise_rate"]
     for s in c["sparsities"]:
@@ -87,20 +89,24 @@ def sample_complexity(p: dict, adv: dict, a: dict, c: dict, seed: int) -> list[d
             n_max = c["n_high"]
             xc, yc = problem.clean(n_max, rng)
             xb, yb = problem.malicious(int(round(eta * n_max)), adv, rng)
-            errors = {}
+            cell = {"s": s, "d": d}
+            for key, sparsity in (("", problem.s), ("_dense", None)):
+                errors = {}
 
-            def error_at(n, problem=problem, xc=xc, yc=yc, xb=xb, yb=yb, errors=errors):
-                n_bad = int(round(eta * n))
-                x, y = np.vstack([xc[:n - n_bad], xb[:n_bad]]), np.concatenate([yc[:n - n_bad], yb[:n_bad]])
-                w = learn_sparse_halfspace(x, y, problem.s, **_learner_args(problem, a)).w
-                errors[int(n)] = gaussian_error(w, problem.w_star)
-                return errors[int(n)]
+                def error_at(n, problem=problem, xc=xc, yc=yc, xb=xb, yb=yb, errors=errors, sparsity=sparsity):
+                    n_bad = int(round(eta * n))
+                    x, y = np.vstack([xc[:n - n_bad], xb[:n_bad]]), np.concatenate([yc[:n - n_bad], yb[:n_bad]])
+                    w = learn_sparse_halfspace(x, y, sparsity, **_learner_args(problem, a)).w
+                    errors[int(n)] = gaussian_error(w, problem.w_star)
+                    return errors[int(n)]
 
-            n_needed, reached = sample_size_for_target(error_at, c["target_error"], c["n_low"], n_max,
-                                                       c["bisection_steps"])
-            cells.append({"s": s, "d": d, "n_needed": n_needed, "reached": reached,
-                          "errors": {str(k): v for k, v in sorted(errors.items())}})
-            print(f"complexity s={s} d={d}: n={n_needed} reached={reached}", flush=True)
+                n_needed, reached = sample_size_for_target(error_at, c["target_error"], c["n_low"], n_max,
+                                                           c["bisection_steps"])
+                cell.update({f"n_needed{key}": n_needed, f"reached{key}": reached,
+                             f"errors{key}": {str(k): v for k, v in sorted(errors.items())}})
+            cells.append(cell)
+            print(f"complexity s={s} d={d}: n={cell['n_needed']} reached={cell['reached']}; filter without "
+                  f"sparsity n={cell['n_needed_dense']} reached={cell['reached_dense']}", flush=True)
     return cells
 
 
@@ -170,7 +176,8 @@ def evaluate(params, inputs, out: Path):
         "target_error": params["complexity"]["target_error"],
         "n_needed": {f"{c['s']},{c['d']}": [cs[i]["n_needed"] for cs in comp] for i, c in enumerate(comp[0])},
         "unreached": sum(not c["reached"] for cs in comp for c in cs), "cells": sum(len(cs) for cs in comp),
-        "exponent_s": [f["s"] for f in fits], "exponent_log_d": [f["log_d"] for f in fits]}
+        "exponent_s": [f["s"] for f in fits], "exponent_log_d": [f["log_d"] for f in fits],
+        "n_high": params["complexity"]["n_high"], "null_dense": dense_complexity(comp)}
     metrics = {"seeds": params["seeds"], "dims": dims, "sample_sizes": sizes, "noise_rates": rates,
                "adversaries": adversaries,
                "noise_sweep_d": runs[0]["noise_sweep"][adversaries[0]][0]["d"] if rates else None,
@@ -186,6 +193,21 @@ def evaluate(params, inputs, out: Path):
     tracking.active().log_metrics({f"error_growth/{m}": float(np.mean(v)) for m, v in growth.items()})
     io.write_json(out / "metrics.json", metrics)
     return [out / "metrics.json"]
+
+
+def dense_complexity(comp: list[list[dict]]) -> dict:
+    """The negative control of the exponent rows: the filter without sparsity's n needed per (s, d)
+    and seed, its censored cells (target missed by the largest n) and its per-seed exponents (with
+    censored cells at the largest n: lower bounds on n, so not scored when any cell is censored)."""
+    if not comp or "n_needed_dense" not in comp[0][0]:
+        return {"n_needed": {}, "unreached": 0, "unreached_dims": [], "cells": 0, "exponent_s": [], "exponent_log_d": []}
+    fits = [fit_exponents([c["s"] for c in cs], [c["d"] for c in cs], [c["n_needed_dense"] for c in cs])
+            for cs in comp]
+    return {"n_needed": {f"{c['s']},{c['d']}": [cs[i]["n_needed_dense"] for cs in comp] for i, c in enumerate(comp[0])},
+            "unreached": sum(not c["reached_dense"] for cs in comp for c in cs),
+            "unreached_dims": sorted({c["d"] for cs in comp for c in cs if not c["reached_dense"]}),
+            "cells": sum(len(cs) for cs in comp),
+            "exponent_s": [f["s"] for f in fits], "exponent_log_d": [f["log_d"] for f in fits]}
 
 
 def fixed_knobs(params) -> list[dict]:
@@ -308,6 +330,13 @@ def figures(params, inputs, out: Path):
     for s_, shade in zip(c["sparsities"], np.linspace(0.4, 1.0, len(c["sparsities"]))):
         runs = np.array([need[f"{s_},{d}"] for d in c["dims"]]).T
         plotting.mean_band(axes[0, 0], [np.log(np.log(d)) for d in c["dims"]], runs, f"s = {s_}", (0.8 * (1 - shade), 0.2, shade))
+    dense = {k: np.asarray(v, float) for k, v in (c.get("null_dense") or {}).get("n_needed", {}).items()}
+    if dense:  # the negative control, censored at the largest n (its points there are lower bounds)
+        runs = np.array([[np.mean([dense[f"{s_},{d}"][r] for s_ in c["sparsities"]]) for d in c["dims"]]
+                         for r in range(seeds)])
+        plotting.mean_band(axes[0, 0], [np.log(np.log(d)) for d in c["dims"]], runs,
+                           f"filter without sparsity (mean over s; censored at n = {c.get('n_high')})", "#2ca02c")
+        axes[0, 0].lines[-1].set_linestyle("--")
     for d, shade in zip(c["dims"], np.linspace(0.4, 1.0, len(c["dims"]))):
         runs = np.array([need[f"{s_},{d}"] for s_ in c["sparsities"]]).T
         plotting.mean_band(axes[0, 1], c["sparsities"], runs, f"d = {d}", (shade, 0.3, 0.8 * (1 - shade)))
@@ -340,5 +369,10 @@ def figures(params, inputs, out: Path):
         s_, d = key.split(",")
         rows.append({"experiment": f"n needed for error <= {c['target_error']:g}", "d": d, "n": claims.fmt(v),
                      "noise_rate": eta, "ours": f"s = {s_}"})
+    for key, v in (c.get("null_dense") or {}).get("n_needed", {}).items():
+        s_, d = key.split(",")
+        rows.append({"experiment": f"n needed for error <= {c['target_error']:g}, filter without sparsity (censored "
+                     f"at {c.get('n_high')})", "d": d, "n": claims.fmt(v), "noise_rate": eta,
+                     "filter_dense": f"s = {s_}"})
     tuning.write_csv(out / "tuning.csv", PAPER, [tuning.Record.from_json(r) for r in m.get("tuning", [])])
     return claims.write_tables(out, rows, claim_rows({**m, "noise_rate": eta}, scale))
