@@ -1,5 +1,7 @@
 """es_dynamics: Z-scoring, seed replay, the ES estimator's unbiasedness on a quadratic, the
-random-walk drift on a flat objective, and the SDE integrator against its closed form."""
+random-walk drift on a flat objective, the SDE integrator against its closed form, the exact
+finite-population step covariance (Monte Carlo), the landscape grid, the peak located on another
+curve, the pure-noise null along a fixed direction and the task gradient against finite differences."""
 
 from __future__ import annotations
 
@@ -166,3 +168,181 @@ def test_step_size_tuning_extends_the_grid_while_the_best_sits_on_an_edge():
     plain = rec[("plain", "alpha")]
     assert plain.status == "capped" and plain.edge == "high" and plain.extensions == 3
     assert rec[("plain", "sigma")].status == "fixed"
+
+
+class _Linear(method.Quadratic):
+    """R = g^T theta (+ evaluation noise): the population rewards are exactly Gaussian."""
+
+    def __init__(self, g, noise=0.0):
+        d = len(g)
+        self.g, self.dim, self.rank, self.noise, self.trace_h2 = np.asarray(g, float), d, 1, float(noise), 0.0
+        self.h, self.opt, self.theta0 = np.zeros(d), np.zeros(d), np.zeros(d)
+
+    def gradient(self, x):
+        return self.g
+
+    def reward(self, x):
+        return np.asarray(x) @ self.g
+
+    def task_gap(self, x):
+        return 0.0
+
+
+def _one_step(n, sigma, alpha, g, noise, draws, rng):
+    """Monte Carlo of one Z-score ES step (vectorised; z-scores with the population std, ddof 0)."""
+    eps = rng.standard_normal((draws, n, len(g)))
+    r = sigma * eps @ g + noise * rng.standard_normal((draws, n))
+    z = (r - r.mean(1, keepdims=True)) / r.std(1, keepdims=True)
+    return alpha / (n * sigma) * np.einsum("bn,bnd->bd", z, eps)
+
+
+@pytest.mark.parametrize("n", [4, 8, 16])
+def test_the_step_along_the_gradient_has_the_exact_finite_population_variance(n):
+    """Derivation (method docstring): along u = g/||g|| the step is alpha s_a / sigma with s_a the
+    population std of N standard normals, so its variance is alpha^2 ((N-1)/N - c_N^2) / sigma^2;
+    orthogonal directions get alpha^2 / (N sigma^2). The former 2 alpha^2 / (N sigma^2) is ~4x too large."""
+    sigma, alpha, g = 0.1, 0.01, np.array([2.0, 0.0, 0.0])
+    steps = _one_step(n, sigma, alpha, g, 0.0, 200_000, np.random.default_rng(n))
+    exact = alpha ** 2 * ((n - 1) / n - method.c_population(n) ** 2) / sigma ** 2
+    assert method.gradient_step_variance(n, sigma, alpha) == pytest.approx(exact, rel=1e-12)
+    var_u = steps[:, 0].var()
+    assert var_u == pytest.approx(exact, rel=0.02)
+    assert not var_u == pytest.approx(2 * alpha ** 2 / (n * sigma ** 2), rel=0.5)  # the former value
+    assert steps[:, 0].mean() == pytest.approx(method.c_population(n) * alpha / sigma, rel=1e-3)
+    assert steps[:, 1].var() == pytest.approx(alpha ** 2 / (n * sigma ** 2), rel=0.02)
+    assert abs(np.corrcoef(steps[:, 0], steps[:, 1])[0, 1]) < 0.01
+
+
+def test_the_step_variance_with_evaluation_noise_follows_kappa_rho_squared():
+    """Gaussian rewards with correlation rho < 1 to the gradient coordinate: mean c_N alpha rho / sigma and
+    variance alpha^2 / (N sigma^2) (1 + kappa_N rho^2) along u."""
+    n, sigma, alpha, g, noise = 8, 0.1, 0.01, np.array([1.0, 0.0]), 0.1
+    rho = sigma * 1.0 / math.sqrt(sigma ** 2 + noise ** 2)
+    steps = _one_step(n, sigma, alpha, g, noise, 200_000, np.random.default_rng(7))
+    assert steps[:, 0].mean() == pytest.approx(method.c_population(n) * alpha * rho / sigma, rel=0.01)
+    assert steps[:, 0].var() == pytest.approx(method.gradient_step_variance(n, sigma, alpha, rho), rel=0.02)
+
+
+def test_zscore_es_steps_match_the_sde_closed_form_on_a_linear_reward():
+    """The ES code itself (run_es, seed-replayed perturbations) against the SDE's per-generation mean and
+    covariance, at N = 8 where the former covariance was 4x too large along the gradient."""
+    n, sigma, alpha, g = 8, 0.2, 0.05, np.array([0.0, 3.0, -4.0])
+    land = _Linear(g)
+    ends = np.array([_es_end(land, n, sigma, alpha, seed) for seed in range(3000)])
+    mean, cov = method.sde_linear_closed_form(g, n, sigma, alpha, 1.0)
+    u = g / np.linalg.norm(g)
+    along = ends @ u
+    assert along.mean() == pytest.approx(float(mean @ u), rel=0.01)
+    assert along.var(ddof=1) == pytest.approx(float(u @ cov @ u), rel=0.12)
+    assert ends[:, 0].var(ddof=1) == pytest.approx(cov[0, 0], rel=0.12)
+
+
+def _es_end(land, n, sigma, alpha, seed):
+    rec_x = []
+    orig = method._record
+    method._record = lambda land_, x, s_, rec: rec_x.append(x.copy())
+    try:
+        method.run_es(land, n, sigma, alpha, 1, seed)
+    finally:
+        method._record = orig
+    return rec_x[-1]
+
+
+def test_generations_to_a_share_of_the_gap_is_the_first_crossing():
+    gaps = [10.0, 8.0, 3.0, 0.99, 2.0, 0.5]
+    assert method.generations_to_fraction(gaps, 0.1) == 3  # brute force: first t with gap <= 1.0
+    assert method.generations_to_fraction(gaps, 0.01) is None
+    from neurips26.papers.es_dynamics import steps
+
+    assert steps._reached(None, 400) == 401 and steps._reached(3, 400) == 3
+
+
+def test_the_landscape_grid_is_every_combination_and_scales_the_constants():
+    from neurips26.papers.es_dynamics import LANDSCAPE_GRID, steps
+
+    grid = steps.landscape_grid()
+    factors = LANDSCAPE_GRID["factors"]
+    assert len(grid) == math.prod(len(v) for v in factors.values()) == 81
+    assert len({tuple(sorted(p.items())) for p in grid}) == len(grid)
+    assert {"lam_scale": 1.0, "lam_off": 1.0, "off_dim": 1.0, "dist0": 1.0} in grid
+    s = {"dim": 64, "rank": 4, "off_dim": 40, "lam_max": 1.0, "lam_min": 0.25, "lam_off": 0.01, "lam_full": 0.25,
+         "dist0": 3.0, "noise": 0.0}
+    land = steps._landscape(s, 0, factors={"lam_scale": 2.0, "lam_off": 0.5, "off_dim": 0.25, "dist0": 2.0})
+    assert land.h[0] == 2.0 and land.h[3] == pytest.approx(0.5)
+    assert (land.h[4:] > 0).sum() == 10 and land.h[4] == pytest.approx(0.005)
+    assert np.linalg.norm(land.opt) == pytest.approx(6.0)
+    base = steps._landscape(s, 0)
+    assert (base.h[4:] > 0).sum() == 40 and np.linalg.norm(base.opt) == pytest.approx(3.0)
+
+
+def test_a_peak_located_on_another_curve_has_no_gain_on_a_flat_curve():
+    """A curve that rises and stays (i.i.d. window noise around a plateau): the former reading (argmax and
+    value on the same curve) shows a rise-then-decay on every draw; locating the peak on an independent
+    curve gives no gain in expectation."""
+    from neurips26.papers.es_dynamics import steps
+
+    rng = np.random.default_rng(0)
+    same, located = [], []
+    for _ in range(2000):
+        reported, other = rng.normal(0.0, 1.0, 20), rng.normal(0.0, 1.0, 20)
+        same.append(reported[steps.located_peak(reported)] - reported[-1])
+        located.append(reported[steps.located_peak(other)] - reported[-1])
+    assert np.mean(same) > 1.0 and min(same) >= 0
+    se = np.std(located) / math.sqrt(len(located))
+    assert abs(np.mean(located)) < 4 * se
+
+
+def test_a_pure_noise_reward_walks_as_n01_along_a_fixed_direction():
+    """The null of the LM task-drift row: Z-scored pure-noise rewards on the seed-replayed perturbations
+    move theta along any fixed unit u by N(0, T alpha^2 / (N sigma^2))."""
+    n, sigma, alpha, t = 8, 0.05, 0.002, 6
+    shape = [torch.zeros(30), torch.zeros(4, 5)]
+    u = [torch.randn(30, generator=torch.Generator().manual_seed(1)), torch.randn(4, 5, generator=torch.Generator().manual_seed(2))]
+    norm = math.sqrt(sum(float((x ** 2).sum()) for x in u))
+    u = [x / norm for x in u]
+    unit = alpha * math.sqrt(t / n) / sigma
+    vals = []
+    for seed in range(400):
+        params = [p.clone() for p in shape]
+        rng = np.random.default_rng(seed)
+        for gen in range(t):
+            es.generation_(lambda: float(rng.standard_normal()), params, seed, gen, n, sigma, alpha, "zscore")
+        vals.append(sum(float((p * w).sum()) for p, w in zip(params, u)) / unit)
+    vals = np.array(vals)
+    assert abs(vals.mean()) < 4 / math.sqrt(len(vals))
+    assert vals.var(ddof=1) == pytest.approx(1.0, abs=4 * math.sqrt(2 / len(vals)))
+
+
+def test_the_task_gradient_of_the_answer_logprob_matches_finite_differences(tmp_path):
+    """steps.answer_logprob_gradient against central differences of tasks.answer_logprob (the reward the
+    LM runs use) along random directions, on a tiny random Llama with an addition tokenizer."""
+    from neurips26.core import lm
+    from neurips26.papers.es_dynamics import steps
+    from neurips26.papers.zo_harness import tasks
+
+    items = tasks.make_addition(40, digits=2, seed=0)
+    lm.train_tokenizer([it["prompt"] + it["target"] for it in tasks.make_addition(300, digits=2, seed=1)], vocab_size=120, out=tmp_path)
+    tok = lm.load_tokenizer(tmp_path)
+    torch.manual_seed(0)
+    model = lm.build_model("llama", len(tok), 16, 2, 2, 32, 64, tokenizer=tok).double().eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    thetas = steps.perturbed_parameters(model, "blocks")
+    grads = steps.answer_logprob_gradient(model, tok, items, thetas, batch_size=16)
+    assert all(not p.requires_grad for p in thetas)  # flags restored
+    f = lambda: float(np.mean(tasks.answer_logprob(model, tok, items)))  # noqa: E731
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        v = [torch.randn(p.shape, generator=gen, dtype=p.dtype) for p in thetas]
+        h = 1e-3  # the reward's log-softmax is float32: a smaller step drowns in its rounding
+        for p, d in zip(thetas, v):
+            p.add_(h * d)
+        up = f()
+        for p, d in zip(thetas, v):
+            p.add_(-2 * h * d)
+        down = f()
+        for p, d in zip(thetas, v):
+            p.add_(h * d)
+        fd = (up - down) / (2 * h)
+        analytic = sum(float((g.double() * d).sum()) for g, d in zip(grads, v))
+        assert analytic == pytest.approx(fd, rel=1e-3, abs=1e-6)

@@ -8,6 +8,14 @@ STEPS = ("synthetic", "lm", "figures")
 SHAPINGS = ("zscore", "centered_ranks", "plain")
 REWARDS = ("logprob", "teacher_forced")
 
+# The landscapes over which the three-regimes row counts the sequence, fixed before any of them was
+# run: each constant of the planted quadratic halved, kept and doubled around the configured one (the
+# task eigenvalues lam_max and lam_min together; the off-task block at most the configured size,
+# which already fills most of d), every combination, one landscape and ES noise seed each.
+# The ES settings (N, sigma, alpha, T) stay as configured.
+LANDSCAPE_GRID = {"factors": {"lam_scale": (0.5, 1.0, 2.0), "lam_off": (0.5, 1.0, 2.0),
+                              "off_dim": (0.25, 0.5, 1.0), "dist0": (0.5, 1.0, 2.0)}}
+
 
 def alpha_grid(synthetic: dict, shaping: str) -> list[float]:
     """The step sizes of `shaping` by the one rule every shaping shares: alpha_grid.points values

@@ -10,11 +10,20 @@ R_i = R + sigma g^T eps_i - sigma^2 / 2 (eps_i^T H eps_i - tr H) + noise, whose 
 (exact for Gaussian eps). With rho = sigma g / sqrt(V) = E[z eps] the Z-scored update has, per
 generation, mean and covariance
 
-    mu(theta) = c_N alpha g / sqrt(V),     Sigma(theta) = alpha^2 / (N sigma^2) (I + rho rho^T),
+    mu(theta) = c_N alpha g / sqrt(V),     Sigma(theta) = alpha^2 / (N sigma^2) (I + kappa_N rho rho^T),
 
-c_N = E[population std of N standard normals] = sqrt(2 / N) Gamma(N / 2) / Gamma((N - 1) / 2) (the
-finite-population shrinkage of the sample standardisation, exact when the gradient term dominates),
-and the continuous-time limit (one generation = one unit of time) is the SDE
+c_N = E[population std of N standard normals] = sqrt(2 / N) Gamma(N / 2) / Gamma((N - 1) / 2) and
+kappa_N = N (1 - c_N^2) - 2. Both are exact when the population rewards are Gaussian with
+correlation |rho| to the gradient direction's coordinate a_i = u^T eps_i (u = g / ||g||): writing
+a_i = |rho| y_i + sqrt(1 - rho^2) w_i with y the standardised rewards and w independent of them,
+sum_i z_i a_i = |rho| N s_y + sqrt(1 - rho^2) sum_i z_i w_i (s_y the population std of y), so the
+step along u has mean c_N alpha |rho| / sigma and variance
+alpha^2 / sigma^2 (rho^2 ((N - 1) / N - c_N^2) + (1 - rho^2) / N) = alpha^2 / (N sigma^2) (1 + kappa_N rho^2);
+every direction orthogonal to u gets alpha^2 / (N sigma^2), uncorrelated with u. At rho = 1 the
+variance along u is alpha^2 ((N - 1) / N - c_N^2) / sigma^2, about a quarter of the isotropic
+alpha^2 / (N sigma^2) (kappa_N -> -1/2 as N grows). The curvature part of the rewards is not
+Gaussian, so away from the gradient-dominated regime this is the Gaussian approximation. The
+continuous-time limit (one generation = one unit of time) is the SDE
 
     d theta = mu(theta) dt + Sigma(theta)^{1/2} dW,
 
@@ -36,6 +45,17 @@ from neurips26.papers.zo_harness import es, zo
 def c_population(n: int) -> float:
     """E[sqrt(mean((x - xbar)^2))] for n standard normals."""
     return math.sqrt(2.0 / n) * math.exp(math.lgamma(n / 2) - math.lgamma((n - 1) / 2))
+
+
+def kappa_population(n: int) -> float:
+    """kappa_N = N (1 - c_N^2) - 2: Sigma's factor along rho (module docstring); in (-1, 0)."""
+    return n * (1.0 - c_population(n) ** 2) - 2.0
+
+
+def gradient_step_variance(n: int, sigma: float, alpha: float, rho: float = 1.0) -> float:
+    """Variance of one Z-score ES step along the gradient direction, alpha^2 / (N sigma^2) (1 + kappa_N rho^2);
+    at rho = 1 it is alpha^2 ((N - 1) / N - c_N^2) / sigma^2."""
+    return alpha ** 2 / (n * sigma ** 2) * (1.0 + kappa_population(n) * rho ** 2)
 
 
 class Quadratic:
@@ -127,7 +147,7 @@ def run_sde(land: Quadratic, n: int, sigma: float, alpha: float, generations: in
     rng = np.random.default_rng(seed)
     x = land.theta0.copy()
     rec = _empty()
-    c = c_population(n)
+    c, kappa = c_population(n), kappa_population(n)
     dt = 1.0 / substeps
     scale = alpha / (sigma * math.sqrt(n))
     for t in range(generations):
@@ -135,8 +155,12 @@ def run_sde(land: Quadratic, n: int, sigma: float, alpha: float, generations: in
         for _ in range(substeps):
             g = land.gradient(x)
             v = sigma ** 2 * float(g @ g) + sigma ** 4 * land.trace_h2 / 2 + land.noise ** 2
-            rho = sigma * g / math.sqrt(v)
-            noise = rng.standard_normal(land.dim) + rho * rng.standard_normal()
+            noise = rng.standard_normal(land.dim)
+            gn = float(np.linalg.norm(g))
+            if gn > 0:
+                # Sigma^{1/2} = I + (sqrt(1 + kappa rho^2) - 1) u u^T with rho^2 = sigma^2 ||g||^2 / V
+                u = g / gn
+                noise = noise + (math.sqrt(1.0 + kappa * sigma ** 2 * gn ** 2 / v) - 1.0) * float(u @ noise) * u
             x = x + c * alpha * g / math.sqrt(v) * dt + scale * math.sqrt(dt) * noise
     _record(land, x, sigma, rec)
     return rec
@@ -144,10 +168,10 @@ def run_sde(land: Quadratic, n: int, sigma: float, alpha: float, generations: in
 
 def sde_linear_closed_form(grad: np.ndarray, n: int, sigma: float, alpha: float, t: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and covariance of theta_t - theta_0 under the SDE for a linear reward g^T theta without
-    noise (constant drift c_N alpha g_hat / sigma, constant Sigma = alpha^2 / (N sigma^2)(I + g_hat g_hat^T))."""
+    noise (rho = g_hat: constant drift c_N alpha g_hat / sigma, constant Sigma = alpha^2 / (N sigma^2)(I + kappa_N g_hat g_hat^T))."""
     u = grad / np.linalg.norm(grad)
     mean = c_population(n) * alpha / sigma * u * t
-    cov = alpha ** 2 / (n * sigma ** 2) * (np.eye(len(u)) + np.outer(u, u)) * t
+    cov = alpha ** 2 / (n * sigma ** 2) * (np.eye(len(u)) + kappa_population(n) * np.outer(u, u)) * t
     return mean, cov
 
 
@@ -155,6 +179,13 @@ def random_walk_drift2(dim: int, n: int, sigma: float, alpha: float, t: float) -
     """E ||theta_t - theta_0||^2 of Z-score ES on a flat (noise-only) objective: each generation adds
     (alpha / (N sigma))^2 sum_i z_i^2 ||eps_i||^2 in expectation, with sum_i z_i^2 = N, so t alpha^2 d / (N sigma^2)."""
     return t * alpha ** 2 * dim / (n * sigma ** 2)
+
+
+def generations_to_fraction(gaps, fraction: float) -> int | None:
+    """The first generation t with gaps[t] <= fraction * gaps[0] (None if the run never gets there)."""
+    g = np.asarray(gaps, dtype=float)
+    hit = np.flatnonzero(g <= fraction * g[0])
+    return int(hit[0]) if hit.size else None
 
 
 def dominant(terms: dict, start: int, stop: int) -> str:
