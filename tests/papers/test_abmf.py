@@ -136,7 +136,9 @@ def test_steps_end_to_end_are_deterministic(tmp_path):
     for name, s in variants.items():
         params = {"variant": name, "variant_settings": s, "seeds": [0, 1], "gamma_ratios": ratios,
                   "solver": solver, "threads": 1, "objective_tol": 1e-6,
-                  "search": {"starts": 1, "start_scales": [1.0], "max_evals": 30, "min_ratio": 1.0, "margin": 1.1}}
+                  "search": {"starts": 1, "start_scales": [1.0], "max_evals": 30, "min_ratio": 1.0, "margin": 1.1,
+                             "second_order": {"starts_per_family": 1, "start_scale": 1.0, "max_iters": 2000,
+                                              "polish_evals": 10, "blowup": 1000.0}}}
         steps.evaluate(params, {}, tmp_path / "eval" / name)
         first = (tmp_path / "eval" / name / "metrics.json").read_bytes()
         steps.evaluate(params, {}, tmp_path / "again" / name)
@@ -150,13 +152,18 @@ def test_steps_end_to_end_are_deterministic(tmp_path):
     table = tuning.read_csv([tmp_path / "tuning.csv"])
     knobs = {(r["method"], r["knob"]): r for r in table}
     assert {r["status"] for r in table} == {"fixed"} and all(r["note"] for r in table)
-    assert knobs[("aBMF", "gamma / gamma* (cost rows)")]["chosen"] == "1.5"
+    assert knobs[("aBMF", "gamma / gamma* (cost figure)")]["chosen"] == "1.5"
     assert knobs[("aBMF", "max_iters")]["chosen"] == "400"
     assert knobs[("sBMF (L-BFGS)", "maxcor")]["chosen"] == str(method.SBMF_MAXCOR)
     assert knobs[("aBMF", "init_scale")]["chosen"] == knobs[("sBMF (L-BFGS)", "init_scale")]["chosen"] == "0.5"
     rows = io.read_csv(tmp_path / "claims.csv")
     # every declared row is present: the left-out problem (matrix_sensing) reads untested
-    assert len(rows) == 24 and {r["kind"] for r in rows} == {"check", "target", "comparison"}
+    assert len(rows) == 27 and {r["kind"] for r in rows} == {"check", "target"}
+    # the second-order search ran on both problems: 3 families x 1 start x 2 seeds per side
+    psd = {r["id"]: r for r in rows if r["id"].startswith("psd_socp")}
+    certified = psd["psd_socp_above"]["method_value"].split("/")
+    assert 1 <= int(certified[1]) <= 6 and int(certified[0]) <= int(certified[1])
+    assert "6 starts (random, (u, -u), S != 0)" in psd["psd_socp_above"]["criterion"]
     assert {r["reproduced"] for r in rows if r["id"].startswith("sensing_")} == {"untested"}
     assert all(r["reproduced"] in ("pass", "fail", "yes", "inconclusive", "no", "untested") for r in rows)
     assert (tmp_path / "figures" / "critical_points.png").stat().st_size > 1000
@@ -237,3 +244,112 @@ def test_kkt_residuals_are_small_at_the_optimum_and_not_elsewhere():
         W = method.convex_optimum(problem, iters=4000)
         assert max(method.kkt_residuals(problem, W).values()) < 1e-6
         assert max(method.kkt_residuals(problem, W + 0.1 * np.eye(problem.n)).values()) > 1e-4
+
+
+# ---------------------------------------------------------------- second-order search
+def test_hessian_matches_torch_autograd_on_a_maxcut_graph_of_twelve_nodes():
+    torch = pytest.importorskip("torch")
+    problem = method.maxcut(12, 4, 0.4, 10.0, np.random.default_rng(11))
+    rng = np.random.default_rng(12)
+    X, Y = rng.standard_normal((2, problem.n, problem.rank))
+    gamma, n, r = 0.7, problem.n, problem.rank
+    A = torch.tensor(problem.design)
+    b, C = torch.tensor(problem.target), torch.tensor(problem.linear)
+
+    def F(z):
+        Xt, Yt = z[:n * r].reshape(n, r), z[n * r:].reshape(n, r)
+        W = 0.5 * (Xt @ Yt.T + Yt @ Xt.T)
+        res = A @ W.reshape(-1) - b
+        return 0.5 * res @ res + (C * W).sum() + 0.5 * gamma * ((Xt - Yt) ** 2).sum()
+
+    z = torch.tensor(np.concatenate([X.reshape(-1), Y.reshape(-1)]))
+    reference = torch.autograd.functional.hessian(F, z).numpy()
+    np.testing.assert_allclose(method.abmf_hessian(problem, X, Y, gamma), reference, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_certificate_at_the_origin_matches_its_closed_form_curvature(index):
+    # at (0, 0), F = h(0) + <G0, U V^T> + gamma/2 ||U - V||^2 + O(4): per eigenvalue mu of G0 = grad h(0) the
+    # Hessian has eigenvalues mu and 2 gamma - mu, so lambda_min = min(lambda_min(G0), 2 gamma - lambda_max(G0))
+    problem = _problems()[index]
+    mu = np.linalg.eigvalsh(problem.gradient(np.zeros((problem.n, problem.n))))
+    zero = np.zeros((problem.n, problem.rank))
+    for gamma in (0.25 * max(mu[-1], 0.1), 2.0 * max(mu[-1], 0.1)):
+        point = method.certify_point(problem, zero, zero, gamma)
+        assert point.gradient_norm == 0.0
+        assert point.min_eigenvalue == pytest.approx(min(mu[0], 2 * gamma - mu[-1]), abs=1e-10)
+        assert method.is_second_order(point, 1e-8, 1e-6) == (min(mu[0], 2 * gamma - mu[-1]) >= -1e-6 * max(1.0, point.hessian_norm))
+
+
+def test_the_symmetric_optimum_is_certified_exactly_above_gamma_star():
+    # PSD approximation: (X*, X*) is critical for every gamma; the direction (u e1^T, -u e1^T) with u the top
+    # eigenvector of Lambda* has curvature 2 gamma - lambda_max(Lambda*), so it is a saddle below gamma*
+    problem = method.psd_approximation(10, 3, 1.0, np.random.default_rng(13))
+    W = method.psd_truncation(problem.target.reshape(10, 10), 3)
+    gamma_star = method.exactness_threshold(problem, W)
+    X = method.optimum_factor(W, 3)
+    below = method.certify_point(problem, X, X, 0.8 * gamma_star)
+    above = method.certify_point(problem, X, X, 1.2 * gamma_star)
+    assert below.gradient_norm < 1e-10 and above.gradient_norm < 1e-10
+    assert below.min_eigenvalue <= 2 * 0.8 * gamma_star - 2 * gamma_star + 1e-10
+    assert not method.is_second_order(below, 1e-8, 1e-6) and method.is_second_order(above, 1e-8, 1e-6)
+    assert below.asymmetry == above.asymmetry == 0.0
+
+
+@pytest.mark.parametrize("family", method.SOCP_FAMILIES)
+def test_local_minimum_below_gamma_star_is_the_closed_form_asymmetric_minimiser(family):
+    # PSD approximation below gamma* = -mu/2 (mu = lambda_min(M)): X = S + D/2, Y = S - D/2 with S the factor
+    # of W*, D = d u e1^T (u the bottom eigenvector of M, d^2 / 4 = -mu - 2 gamma) has F = h* - (2 gamma + mu)^2 / 2,
+    # and ||X - Y|| = d; every start family must reach a certified second-order point of that value
+    problem = method.psd_approximation(8, 2, 1.0, np.random.default_rng(14))
+    M = problem.target.reshape(8, 8)
+    mu = np.linalg.eigvalsh(M)[0]
+    W = method.psd_truncation(M, 2)
+    gamma = 0.5 * (-mu / 2)
+    rng = np.random.default_rng(15)
+    fam = method.family_critical_point(problem, gamma, rng)
+    X0, Y0 = method.socp_start(problem, family, W, 1.0, rng, None if fam is None else fam.X[:, 0])
+    X, Y = method.local_minimum(problem, gamma, X0, Y0)
+    point = method.certify_point(problem, X, Y, gamma)
+    assert method.is_second_order(point, 1e-8, 1e-6)
+    assert method.abmf_objective(problem, X, Y, gamma) == pytest.approx(problem.value(W) - (2 * gamma + mu) ** 2 / 2,
+                                                                          abs=1e-9)
+    assert np.linalg.norm(X - Y) == pytest.approx(2 * np.sqrt(-mu - 2 * gamma), rel=1e-6)
+
+
+def test_family_point_above_gamma_star_is_a_strict_saddle_on_matrix_sensing():
+    # the asymmetric first-order points of the sensing check (above gamma*, below gamma_0) are not
+    # second-order: the certificate rejects them, and a local minimiser started next to one leaves it
+    problem = _problems()[1]
+    W = method.convex_optimum(problem, iters=3000)
+    gamma_star, gamma_zero = method.exactness_threshold(problem, W), method.zero_threshold(problem)
+    assert gamma_zero > 1.2 * gamma_star
+    gamma = 0.5 * (gamma_star + gamma_zero)
+    rng = np.random.default_rng(16)
+    fam = method.family_critical_point(problem, gamma, rng)
+    assert fam is not None and fam.asymmetry > 1e-2
+    point = method.certify_point(problem, fam.X, fam.Y, gamma)
+    assert point.gradient_norm < 1e-6 and point.min_eigenvalue < -1e-3
+    X0, Y0 = method.socp_start(problem, "(u, -u)", W, 1.0, rng, fam.X[:, 0])
+    X, Y = method.local_minimum(problem, gamma, X0, Y0)
+    end = method.certify_point(problem, X, Y, gamma)
+    assert method.is_second_order(end, 1e-8, 1e-6) and end.asymmetry < 1e-4
+
+
+def test_local_minimum_reports_divergence_where_maxcut_is_unbounded_below():
+    problem = method.maxcut(12, 4, 0.4, 10.0, np.random.default_rng(17))
+    W = method.convex_optimum(problem, iters=3000)
+    gamma = 0.3 * method.exactness_threshold(problem, W)
+    X0, Y0 = method.socp_start(problem, "random", W, 1.0, np.random.default_rng(18))
+    assert method.local_minimum(problem, gamma, X0, Y0, blowup=1e3) is None
+
+
+def test_second_order_search_defaults_are_the_config_schemas():
+    """Callers without a config get the budget a default run gets from the schema."""
+    from pathlib import Path
+
+    from neurips26.core.config import load_schema
+
+    schema = load_schema(Path(__file__).resolve().parents[2])["properties"]["abmf"]
+    props = schema["properties"]["search"]["properties"]["second_order"]["properties"]
+    assert {k: v["default"] for k, v in props.items()} == steps.SECOND_ORDER_SEARCH

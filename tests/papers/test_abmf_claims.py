@@ -1,11 +1,22 @@
 """abmf claims rows (looked up by id) say yes/pass on metrics where the claims hold and no/fail where they
-do not; the speed comparison says no only when its interval rules the claim out."""
+do not; the second-order rows count only certified points (small gradient, no negative curvature)."""
 
 from __future__ import annotations
 
 from neurips26.papers.abmf.claims import claim_rows
 
 RATIOS = [0.3, 0.7, 0.9, 1.1, 1.5, 3.0]
+
+
+def _point(asymmetry, gradient_norm=1e-14, min_eigenvalue=0.0, family="random"):
+    return {"family": family, "gradient_norm": gradient_norm, "min_eigenvalue": min_eigenvalue, "hessian_norm": 10.0,
+            "asymmetry": asymmetry, "size": 2.0, "objective_gap": -0.1 if asymmetry > 1e-4 else 0.0}
+
+
+def _search(ratio, asymmetric, starts=12, diverged=0):
+    """One seed's second-order search at one ratio: every converged start a certified point."""
+    return {"ratio": ratio, "starts": starts, "diverged": diverged,
+            "points": [_point(0.5 if asymmetric else 1e-12) for _ in range(starts - diverged)]}
 
 
 def _summary(asymmetry_by_ratio, gap_by_ratio=None, sbmf_gap=1e-12, diverged_below=False, seeds=3):
@@ -20,8 +31,8 @@ def _summary(asymmetry_by_ratio, gap_by_ratio=None, sbmf_gap=1e-12, diverged_bel
                              {"ratio": 11.0, "asymmetry": 0.0, "gradient_norm": 1e-15, "size": 2.0},
                              {"ratio": 0.9, "asymmetry": 1.5, "gradient_norm": 1e-15, "size": 2.0}]
                             for _ in range(seeds)],
-               "zero_ratio": [2.0] * seeds, "apriori_ratio": [10.0] * seeds, "kkt": [1e-10] * seeds,
-               "abmf_seconds": [0.1, 0.12, 0.11][:seeds], "sbmf_seconds": [0.5, 0.6, 0.55][:seeds]}
+               "second_order": [[_search(r, asymmetric=(r < 1)) for r in RATIOS] for _ in range(seeds)],
+               "zero_ratio": [2.0] * seeds, "apriori_ratio": [10.0] * seeds, "kkt": [1e-10] * seeds}
     return {"symmetric_tol": 1e-4, "objective_tol": 1e-6, "problems": {"psd_approximation": problem}}
 
 
@@ -38,12 +49,13 @@ def _verdicts(summary, scale="default"):
 
 
 # the rows of one problem (the toy problem stands in for psd_approximation)
-ROWS = ["solver_symmetric", "objective", "critical_star", "critical_max", "critical_apriori", "kkt", "cost", "threshold"]
-SOLVER_SYM, OBJECTIVE, CRIT_STAR, CRIT_MAX, CRIT_APRIORI, KKT, COST, THRESHOLD = range(8)
+ROWS = ["solver_symmetric", "objective", "critical_star", "critical_max", "critical_apriori", "kkt",
+        "socp_below", "socp_above", "threshold"]
+SOLVER_SYM, OBJECTIVE, CRIT_STAR, CRIT_MAX, CRIT_APRIORI, KKT, SOCP_BELOW, SOCP_ABOVE, THRESHOLD = range(9)
 
 
 def test_all_rows_hold_when_symmetric_above_and_asymmetric_below():
-    expected = ["pass", "pass", "pass", "pass", "pass", "pass", "yes", "yes"]
+    expected = ["pass", "pass", "pass", "pass", "pass", "pass", "yes", "yes", "yes"]
     assert _verdicts(_summary(HOLDS)) == expected
     # diverged runs below the threshold count as asymmetric
     assert _verdicts(_summary(HOLDS, diverged_below=True)) == expected
@@ -122,34 +134,98 @@ def test_critical_point_checks_are_untested_without_points_or_without_the_bound(
     assert _verdicts(summary)[CRIT_APRIORI] == "untested"
 
 
-def test_kkt_check_and_cost_comparison_can_fail():
+def test_kkt_check_can_fail():
     summary = _summary(HOLDS)
     summary["problems"]["psd_approximation"]["kkt"][2] = 1e-3
     assert _verdicts(summary)[KKT] == "fail"
-    summary = _summary(HOLDS)
-    p = summary["problems"]["psd_approximation"]
-    p["abmf_seconds"], p["sbmf_seconds"] = p["sbmf_seconds"], p["abmf_seconds"]
-    assert _verdicts(summary)[COST] == "no"
-    p["abmf_seconds"] = [None, 0.1, 0.1]
-    assert _verdicts(summary)[COST] == "untested"
 
 
-def test_a_slower_but_noisy_cost_is_inconclusive_not_no():
-    # the default MaxCut numbers: aBMF slower on average, the interval covers 0 -> not ruled out
+def test_no_speed_row_is_declared():
+    # the abstract claims no speed: the wall time is measured (cost.png) but is no claims row
+    assert not any(r["id"].endswith("_cost") for r in claim_rows(_summary(HOLDS), "default"))
+
+
+def _second_order(summary):
+    return summary["problems"]["psd_approximation"]["second_order"]
+
+
+def test_second_order_claim_counts_certified_points_with_clopper_pearson():
+    # 3 seeds x 3 ratios above gamma* x 12 certified symmetric points: 0/108, upper bound 0.034 < 0.05
+    row = _rows(_summary(HOLDS))["socp_above"]
+    assert row["reproduced"] == "yes" and row["method_value"] == "0/108" and row["interval"] == "[0, 0.0336]"
+    # too few points to bound the share below 0.05: 0/36 has upper bound 0.097
     summary = _summary(HOLDS)
-    p = summary["problems"]["psd_approximation"]
-    p["abmf_seconds"], p["sbmf_seconds"] = [0.02, 0.14, 0.077], [0.014, 0.017, 0.02]
-    row = _rows(summary)["cost"]
-    assert row["reproduced"] == "inconclusive" and int(row["n_to_decide"]) > 3
+    for seed in _second_order(summary):
+        seed[:] = [s for s in seed if s["ratio"] in (0.3, 0.7, 0.9, 1.1)]
+    assert _rows(summary)["socp_above"]["reproduced"] == "inconclusive"
+
+
+def test_asymmetric_second_order_points_above_gamma_star_fail_the_claim():
+    # the old rows (solver speed, the solver's switch point) could not see these: a quarter of the
+    # certified points above gamma* asymmetric -> the interval lies above 0.05
+    summary = _summary(HOLDS)
+    for seed in _second_order(summary):
+        for srch in seed:
+            if srch["ratio"] > 1:
+                for c in srch["points"][:3]:
+                    c["asymmetry"] = 0.7
+    row = _rows(summary)["socp_above"]
+    assert row["reproduced"] == "no" and row["method_value"] == "27/108"
+    # a single asymmetric one is reported, the share is not bounded below 0.05 any more
+    summary = _summary(HOLDS)
+    _second_order(summary)[0][3]["points"][0]["asymmetry"] = 0.7
+    row = _rows(summary)["socp_above"]
+    assert row["method_value"] == "1/108" and row["reproduced"] == "inconclusive"
+
+
+def test_only_certified_points_count():
+    # asymmetric saddles (negative curvature) and non-critical points above gamma* are not second-order critical
+    summary = _summary(HOLDS)
+    for seed in _second_order(summary):
+        for srch in seed:
+            if srch["ratio"] > 1:
+                srch["points"] += [_point(0.7, min_eigenvalue=-1e-2, family="(u, -u)"),
+                                   _point(0.7, gradient_norm=1e-5, family="S != 0")]
+    row = _rows(summary)["socp_above"]
+    assert row["reproduced"] == "yes" and row["method_value"] == "0/108"
+    # a curvature of -1e-6 x ||Hessian|| is round-off, within the certificate
+    _second_order(summary)[0][4]["points"].append(_point(0.7, min_eigenvalue=-5e-6))
+    assert _rows(summary)["socp_above"]["method_value"] == "1/109"
+
+
+def test_second_order_claim_is_untested_when_the_regime_fails():
+    # every start below gamma* diverges (F unbounded below, as on MaxCut): no certified point, regime
+    # untested, claim untested
+    summary = _summary(HOLDS)
+    for seed in _second_order(summary):
+        for srch in seed:
+            if srch["ratio"] < 1:
+                srch.update(diverged=12, points=[])
+    rows = _rows(summary)
+    assert rows["socp_below"]["reproduced"] == "untested" and "diverged" in rows["socp_below"]["criterion"]
+    assert rows["socp_above"]["reproduced"] == "untested" and "socp_below" in rows["socp_above"]["criterion"]
+    # the search finds only symmetric points below gamma*: it cannot find asymmetric ones, the regime reads no
+    summary = _summary(HOLDS)
+    for seed in _second_order(summary):
+        for srch in seed:
+            for c in srch["points"]:
+                c["asymmetry"] = 1e-12
+    rows = _rows(summary)
+    assert rows["socp_below"]["reproduced"] == "no" and rows["socp_above"]["reproduced"] == "untested"
 
 
 def test_left_out_problems_and_unreachable_scales_are_untested():
     rows = {r["id"]: r for r in claim_rows(_summary(HOLDS), "default")}
-    assert rows["sensing_cost"]["reproduced"] == "untested" and rows["maxcut_kkt"]["reproduced"] == "untested"
-    assert "leaves out the matrix_sensing problem" in rows["sensing_cost"]["criterion"]
-    # a scale that cannot reach the claims: the comparison and the target are untested, checks still run
+    assert rows["sensing_socp_above"]["reproduced"] == "untested" and rows["maxcut_kkt"]["reproduced"] == "untested"
+    assert "leaves out the matrix_sensing problem" in rows["sensing_socp_above"]["criterion"]
+    # a scale that cannot reach the claims: the targets are untested, checks still run
     v = _verdicts(_summary(HOLDS), scale="test")
-    assert v[COST] == "untested" and v[THRESHOLD] == "untested" and v[KKT] == "pass"
+    assert v[SOCP_ABOVE] == "untested" and v[THRESHOLD] == "untested" and v[KKT] == "pass"
+    # a run without the second-order search says so
+    summary = _summary(HOLDS)
+    summary["problems"]["psd_approximation"]["second_order"] = [[] for _ in range(3)]
+    row = _rows(summary)["socp_above"]
+    assert row["reproduced"] == "untested" and "second_order" in row["criterion"]
 
 
 def test_threshold_interval_covers_seeds_that_disagree():

@@ -19,7 +19,7 @@ use rule neurips26_step as abmf_evaluate with:
         f"{AB}/benchmarks/eval/{{variant}}.tsv"
     resources:
         mem_mb=2000,
-        runtime=30,
+        runtime=config["abmf"]["resources"]["evaluate_runtime_min"],
 
 
 use rule neurips26_step as abmf_figures with:

@@ -394,3 +394,108 @@ def first_within(values: list[float], target: float, tol: float, scale: float) -
         if abs(v - target) / scale <= tol:
             return i
     return None
+
+
+# ---------------------------------------------------------------- second-order critical points
+# Start families of the second-order search (`socp_start`): plain random factors; the asymmetric
+# family (u e1^T, -u e1^T), perturbed off it; and S != 0 points (S + D/2, S - D/2) with S the
+# factor of the optimum and D along the top eigenvector of its multiplier grad h(W*).
+SOCP_FAMILIES = ("random", "(u, -u)", "S != 0")
+
+
+@dataclass
+class SecondOrderPoint:
+    """A local minimiser's end point with what certifies it: ||grad F||, the smallest eigenvalue
+    of the Hessian of F and its largest |eigenvalue| (the scale of the curvature tolerance)."""
+
+    X: np.ndarray
+    Y: np.ndarray
+    gradient_norm: float
+    min_eigenvalue: float
+    hessian_norm: float
+    asymmetry: float
+    size: float
+
+
+def certify_point(problem: QuadraticPSDProblem, X: np.ndarray, Y: np.ndarray, gamma: float) -> SecondOrderPoint:
+    """Gradient norm and the extreme eigenvalues of the exact Hessian (`abmf_hessian`) at (X, Y)."""
+    gx, gy = abmf_gradients(problem, X, Y, gamma)
+    H = abmf_hessian(problem, X, Y, gamma)
+    lam = np.linalg.eigvalsh(0.5 * (H + H.T))
+    return SecondOrderPoint(X, Y, float(np.sqrt(np.sum(gx ** 2) + np.sum(gy ** 2))), float(lam[0]),
+                            float(max(abs(lam[0]), abs(lam[-1]))), critical_asymmetry(X, Y),
+                            float(0.5 * (np.linalg.norm(X) + np.linalg.norm(Y))))
+
+
+def is_second_order(point: SecondOrderPoint, gradient_tol: float, curvature_tol: float) -> bool:
+    """||grad F|| <= gradient_tol max(1, size) and lambda_min(Hessian) >= -curvature_tol max(1, ||Hessian||)."""
+    return (point.gradient_norm <= gradient_tol * max(1.0, point.size)
+            and point.min_eigenvalue >= -curvature_tol * max(1.0, point.hessian_norm))
+
+
+def local_minimum(problem: QuadraticPSDProblem, gamma: float, X0: np.ndarray, Y0: np.ndarray,
+                  max_iters: int = 5000, polish_evals: int = 20, blowup: float = 1e3):
+    """A local minimiser of F_gamma from (X0, Y0): L-BFGS (which escapes strict saddles from almost
+    every start), then Newton-type polishing of grad F = 0 (`stationary_search`) kept only when it
+    lowers the gradient without leaving the point. None when the factors pass `blowup` (F
+    unbounded below along the run)."""
+    n, r = X0.shape
+    size = n * r
+
+    def fun(z):
+        X, Y = z[:size].reshape(n, r), z[size:].reshape(n, r)
+        gx, gy = abmf_gradients(problem, X, Y, gamma)
+        return abmf_objective(problem, X, Y, gamma), np.concatenate([gx.reshape(-1), gy.reshape(-1)])
+
+    def stop_on_blowup(intermediate_result):
+        if np.linalg.norm(intermediate_result.x) > blowup:
+            raise StopIteration
+
+    z0 = np.concatenate([X0.reshape(-1), Y0.reshape(-1)])
+    res = scipy.optimize.minimize(fun, z0, jac=True, method="L-BFGS-B", callback=stop_on_blowup,
+                                  options={"maxiter": max_iters, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30})
+    z = res.x
+    if not np.all(np.isfinite(z)) or np.linalg.norm(z) > blowup:
+        return None
+    X, Y = z[:size].reshape(n, r), z[size:].reshape(n, r)
+    polished = stationary_search(problem, gamma, X, Y, max_evals=polish_evals, blowup=blowup)
+    if polished is not None:
+        moved = np.sqrt(np.sum((polished.X - X) ** 2) + np.sum((polished.Y - Y) ** 2))
+        if polished.gradient_norm < np.linalg.norm(res.jac) and moved <= 1e-4 * max(1.0, np.linalg.norm(z)):
+            X, Y = polished.X, polished.Y
+    return X, Y
+
+
+def optimum_factor(W: np.ndarray, rank: int) -> np.ndarray:
+    """X (n x rank) with X X^T the best rank-`rank` PSD part of W (zero columns past its rank)."""
+    lam, V = np.linalg.eigh(sym(W))
+    keep = np.argsort(lam)[::-1][:rank]
+    return V[:, keep] * np.sqrt(np.clip(lam[keep], 0.0, None))
+
+
+def socp_start(problem: QuadraticPSDProblem, family: str, W_opt: np.ndarray, scale: float,
+               rng: np.random.Generator, u_family: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One start (X0, Y0) of a start family (SOCP_FAMILIES).
+
+    random: entries N(0, scale^2). (u, -u): X0 = u e1^T, Y0 = -u e1^T with u the family's critical
+    point at this gamma (`u_family`, when one exists) or a random u, plus N(0, (0.01 scale)^2)
+    noise (the family is invariant under the gradient flow; the noise lets a saddle be left).
+    S != 0: X0 = S + D/2, Y0 = S - D/2 with S the factor of W*, D = c v e_r^T, v the top
+    eigenvector of grad h(W*) (the direction in which asymmetry first pays below gamma*),
+    c = scale |N(0, 1)| max(1, ||W*||^(1/2)), plus the same noise."""
+    n, r = problem.n, problem.rank
+    noise = 0.01 * scale
+    if family == "random":
+        return scale * rng.standard_normal((n, r)), scale * rng.standard_normal((n, r))
+    if family == "(u, -u)":
+        u = u_family if u_family is not None else scale * rng.standard_normal(n)
+        X0 = np.zeros((n, r))
+        X0[:, 0] = u
+        return X0 + noise * rng.standard_normal((n, r)), -X0 + noise * rng.standard_normal((n, r))
+    if family == "S != 0":
+        S = optimum_factor(W_opt, r)
+        v = np.linalg.eigh(problem.gradient(W_opt))[1][:, -1]
+        D = np.zeros((n, r))
+        D[:, -1] = scale * abs(rng.standard_normal()) * max(1.0, float(np.sqrt(np.linalg.norm(W_opt, 2)))) * v
+        return S + D / 2 + noise * rng.standard_normal((n, r)), S - D / 2 + noise * rng.standard_normal((n, r))
+    raise ValueError(f"unknown start family {family!r} (known: {', '.join(SOCP_FAMILIES)})")
