@@ -138,3 +138,38 @@ def test_experiments_the_config_does_not_run_are_untested():
 
 def test_seeds_that_change_nothing_leave_the_rows_untested():
     assert _verdicts(_summary(unreplicated="one fixed split")) == ["untested"] * 4
+
+
+def test_the_unseen_rows_also_report_the_first_validation_criterion():
+    # the criterion was switched after results: the rows carry the mean-criterion numbers beside theirs
+    e = _experiment()
+    e["anchor_other"]["mean_share"] = [0.20, 0.21, 0.22]
+    rows = _rows({"experiments": {"simulated": e}})
+    text = rows["unseen_mean_simulated"]["criterion"]
+    assert "first validation criterion (mean left-out share)" in text and "0.25, 0.25, 0.25" in text
+    base = [0.24 + j for j in JITTER]  # maximin's mean shares, the validation choice here
+    assert f"mean effect {sum(o - b for o, b in zip([0.20, 0.21, 0.22], base)) / 3:.3g}" in text
+
+
+def test_wine_with_two_training_domains_is_untested_under_both_criteria():
+    # every split of wine keeps two cultivars: gamma > 0 is never exercised, whatever the criterion
+    e = _experiment(train_domains=2)
+    rows = _rows({"experiments": {"wine": e}})
+    assert rows["gamma_identifiable_wine"]["reproduced"] == "no"
+    for key in ("mean", "worst"):
+        row = rows[f"unseen_{key}_wine"]
+        assert row["reproduced"] == "untested" and "regime control 'gamma_identifiable_wine'" in row["criterion"]
+        assert "first validation criterion" in row["criterion"]
+
+
+@pytest.mark.parametrize("spread, verdict", [(0.003, "no"), (0.03, "inconclusive")])
+def test_an_interval_covering_zero_says_no_only_when_it_lies_below_the_margin(spread, verdict):
+    # v2: `no` needs the whole interval below the margin (0.01); one that covers 0 and reaches the
+    # margin is inconclusive (the digits worst-case row: -0.004 [-0.014, 0.006] lies below it)
+    e = _experiment(anchor=(0.225, 0.148, 4.0), pooled=(0.20, 0.10, 88.0), maximin=(0.224, 0.152, 82.0))
+    e["anchor"]["worst_share"] = [0.152 - 0.004 + spread * d for d in (-1, 0, 1)]
+    e["maximin"]["worst_share"] = [0.152] * 3
+    row = _rows({"experiments": {"digits": e}})["unseen_worst_digits"]
+    lo, hi = (float(x) for x in row["interval"].strip("[]").split(","))
+    assert lo < 0 < hi
+    assert row["reproduced"] == verdict

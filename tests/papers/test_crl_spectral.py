@@ -229,9 +229,81 @@ def test_figures_write_every_fixed_knob_to_tuning_csv(tmp_path):
     table = tuning.read_csv([tmp_path / "tuning.csv"])
     assert {r["status"] for r in table} == {"fixed"} and all(r["note"] for r in table)
     knobs = {(r["method"], r["knob"]): r["chosen"] for r in table}
+    notes = {(r["method"], r["knob"]): r["note"] for r in table}
     for name in ("InfoNCE tables", "spectral contrastive tables"):
-        assert knobs[(name, "iterations")] == "8" and knobs[(name, "history_size")] == str(LBFGS_HISTORY)
+        assert knobs[(name, "iterations")] == "8" and "cap" in notes[(name, "iterations")] and knobs[(name, "history_size")] == str(LBFGS_HISTORY)
         assert knobs[(name, "step size")] == "line search"
     # one Adam lr for every encoder, the InfoNCE ones and the spectral network alike
     assert knobs[("neural InfoNCE (every width and D)", "lr")] == knobs[("neural spectral contrastive", "lr")] == "0.003"
     assert knobs[("neural InfoNCE (every width and D)", "temperature")] == "none"
+
+
+def test_fits_stop_once_the_error_settles_and_the_stop_reads_the_last_chunk():
+    # the stopping state is what the convergence check reads: rerunning the same fit for exactly the
+    # iterations before the last chunk reproduces the recorded earlier error, and the change over
+    # the last chunk is within the tolerance
+    from neurips26.papers.crl_spectral.method import settled
+
+    j = joint("gaussian", n=20, bandwidth=2.0)
+    info = fit_tables(j, 6, "infonce", 4096, seed=3, monitor=j.error_mod_constant, tolerance=1e-3)
+    assert info.converged and info.iterations < 4096
+    again = fit_tables(j, 6, "infonce", info.iterations_earlier, seed=3)
+    assert j.error_mod_constant(again.scores) == pytest.approx(info.monitor_earlier, rel=1e-9)
+    assert j.error_mod_constant(info.scores) == pytest.approx(info.trace_monitor[-1], rel=1e-12)
+    assert settled(info.monitor_earlier, info.trace_monitor[-1], 1e-3)
+    assert abs(info.trace_monitor[-1] - info.monitor_earlier) <= 1e-3 * info.trace_monitor[-1]
+    assert not settled(1.0, 0.98, 1e-3) and settled(1e-6, 2e-6, 1e-3, floor=1.0)
+
+
+def test_a_fit_that_reaches_its_cap_says_it_did_not_converge():
+    j = joint("laplace", n=20, bandwidth=2.0)
+    info = fit_tables(j, 8, "infonce", 40, seed=0, monitor=j.error_mod_constant, tolerance=1e-12)
+    assert not info.converged and info.iterations == 40
+    assert abs(info.trace_monitor[-1] - info.monitor_earlier) > 1e-12 * info.trace_monitor[-1]
+
+
+def test_tsybakov_exponent_is_untested_on_an_atomic_margin_law():
+    from neurips26.papers.crl_spectral import retrieval
+
+    # the block joint: its nonzero margins take a handful of values, all far from 0
+    result = retrieval.tsybakov_exponent(P.discrete_joint("block", 48, 8, 0.1, 0.3, np.random.default_rng(7)))
+    assert result["alpha"] is None and "atomic margin law" in result["degenerate"]
+    assert result["atoms"] < 12 and result["smallest_margin"] > 1.0
+    # a smooth law is fitted
+    smooth = retrieval.tsybakov_exponent(P.discrete_joint("laplace", 48, 3.0, 0.1, 0.3, np.random.default_rng(7)))
+    assert smooth["alpha"] is not None and smooth["degenerate"] == "" and 0.3 < smooth["alpha"] < 3
+    # three atoms, brute: no exponent
+    gaps = np.repeat([0.5, 1.0, 2.0], 1000)
+    original = retrieval.ranking_margins
+    retrieval.ranking_margins = lambda joint: (gaps, np.ones_like(gaps))
+    try:
+        atomic = retrieval.tsybakov_exponent(None)
+    finally:
+        retrieval.ranking_margins = original
+    assert atomic["alpha"] is None and atomic["atoms"] <= 3
+
+
+def test_the_calibration_null_reads_the_spectral_risk_of_the_same_points():
+    # ||exp(s) - R||^2 by a brute double sum, quadratic in t near the optimum (slope 2), and the null
+    # exponent is the slope of retrieval on that risk over the very points the InfoNCE fit uses
+    from neurips26.papers.crl_spectral.steps import _perturbations
+
+    j = joint("laplace", n=10)
+    d = {"data_seed": 1, "candidates": 4, "perturbations": {"directions": 1, "smallest": 1e-3, "largest": 0.3, "steps": 6}}
+    points = _perturbations(j, d, 0, 0, retrieval_error(j, j.pmi(), 4))
+    ratio = j.density_ratio()
+    rng = np.random.default_rng([1, 0, 0])
+    delta = j.centred(rng.standard_normal(j.n))
+    delta = delta / j.l2(delta)
+    norm = j.l2(j.centred(j.pmi()))
+    for p in points:
+        s = j.pmi() + p["t"] * norm * delta
+        brute = sum(j.px[a] * j.py[b] * (np.exp(s[a, b]) - ratio[a, b]) ** 2 for a in range(10) for b in range(10))
+        assert p["excess_spectral_risk"] == pytest.approx(brute, rel=1e-10)
+    small = [p for p in points if p["t"] < 0.02]
+    slope = np.polyfit(np.log([p["t"] for p in small]), np.log([p["excess_spectral_risk"] for p in small]), 1)[0]
+    assert slope == pytest.approx(2.0, abs=0.05)
+    keep = [p for p in points if 1e-10 < p["excess_risk_xy"] <= 0.5 and p["retrieval_excess"] > 1e-10]
+    assert len(keep) >= 3
+    ref = np.polyfit(np.log([p["excess_spectral_risk"] for p in keep]), np.log([p["retrieval_excess"] for p in keep]), 1)[0]
+    assert calibration_exponent(points, 0.5, risk="excess_spectral_risk") == pytest.approx(ref, rel=1e-12)

@@ -32,7 +32,10 @@ def _summary():
                                "relative_error": [0.75, 0.74, 0.76]},
             "spectral_w64_d4": {**fit, "loss": "spectral", "width": 64, "dim": 4, "relative_error": [0.7, 0.71, 0.7]}}
     continuous = {"rank": 4, "norm": 4.0, "singular_values": [2.2, 2.2, 1.8, 1.8], "fits": fits}
+    discrete["block"]["infonce"]["iterations"] = [[96] * SEEDS, [224] * SEEDS, [224] * SEEDS]
+    discrete["block"]["infonce"]["converged"] = [[True] * SEEDS] * 3
     return {"discrete": discrete, "continuous": continuous, "calibration_exponent": [1.0, 0.95, 1.05],
+            "calibration_null_exponent": [0.98, 0.93, 1.02], "max_iterations": 4096,
             "slow_rate_exponent": 0.5, "min_tail": 0.01, "candidates": 8, "tsybakov_alpha": {"block": 1.0}}
 
 
@@ -43,7 +46,7 @@ def _rows(summary):
 EXPECTED = {"sandwich": "pass", "tail_controls_error": "pass", "exact_fit_finite_rank": "pass",
             "retrieval_beats_spectral": "yes", "width_helps": "yes", "rank_dim_fits": "yes", "infonce_converged": "pass",
             "spectral_own_target": "pass", "fast_calibration": "pass", "universal_consistency": "untested",
-            "neural_learns": "yes"}
+            "neural_learns": "yes", "fast_calibration_null": "yes"}
 
 
 def test_every_row_holds_on_metrics_where_the_claims_hold():
@@ -126,3 +129,33 @@ def test_the_tail_check_is_judged_per_d_not_on_the_mean():
     e["infonce"]["error"] = [[1.2] * SEEDS, [3.0] * SEEDS]
     e["infonce"]["error_earlier"] = [[1.2] * SEEDS, [3.0] * SEEDS]
     assert _rows(s)["tail_controls_error"]["reproduced"] == "fail"
+
+
+def test_the_calibration_null_is_scored_on_the_same_band_and_passes_beside_the_check():
+    # the spectral contrastive risk earns an exponent above 1/2 too: the null passes, so the row is a
+    # check, never a claim; both exponents are shown in the check's criterion
+    rows = _rows(_summary())
+    assert rows["fast_calibration_null"]["role"] == "null" and rows["fast_calibration_null"]["reproduced"] == "yes"
+    assert "0.93" in rows["fast_calibration"]["criterion"]
+    s = _summary()
+    s["calibration_null_exponent"] = [0.3, 0.35, 0.32]  # a surrogate slower than the slow rate fails the band
+    assert _rows(s)["fast_calibration_null"]["reproduced"] == "no"
+
+
+def test_a_fit_stopped_by_the_cap_fails_the_convergence_check_and_is_counted():
+    # the old defect: a fixed budget that ends while the error still moves (1.6% over the last chunk)
+    s = _summary()
+    e = s["discrete"]["block"]
+    e["infonce"]["error_earlier"][0] = [v * 1.016 for v in e["infonce"]["error"][0]]
+    e["infonce"]["converged"] = [[False] * SEEDS, [True] * SEEDS, [True] * SEEDS]
+    e["infonce"]["iterations"][0] = [4096] * SEEDS
+    row = _rows(s)["infonce_converged"]
+    assert row["reproduced"] == "fail" and "3 at the cap" in row["criterion"] and "most iterations 4096" in row["criterion"]
+
+
+def test_a_degenerate_margin_law_leaves_the_tsybakov_exponent_untested_with_its_reason():
+    s = _summary()
+    s["tsybakov_alpha"] = {"gaussian": 0.48, "block": None}
+    s["tsybakov_degenerate"] = {"gaussian": "", "block": "atomic margin law: 2 distinct margins"}
+    text = _rows(s)["fast_calibration"]["criterion"]
+    assert "gaussian 0.48" in text and "block untested (atomic margin law: 2 distinct margins)" in text

@@ -110,6 +110,19 @@ def _unseen(sheet: claims.Sheet, id: str, e: dict, key: str, reason: str) -> Non
         items = {"method_items": anchor["shares"], "baseline_items": [e[b]["shares"][s] for s, b in enumerate(picks)]}
     how = (f"strongest baseline per seed, named on held-out training domains: {', '.join(LABELS[b] for b in picks)}; "
            f"{_gammas(e['chosen_gamma'])}"
-           + (f"; replicates hold fixed: {e['holds_fixed']}" if e["holds_fixed"] else ""))
+           + (f"; replicates hold fixed: {e['holds_fixed']}" if e["holds_fixed"] else "")
+           + _first_criterion(e, key, base))
     sheet.comparison(id, anchor[key], base, how=how, untested=reason, method_capped=e.get("method_capped", ""),
                      **items)
+
+
+def _first_criterion(e: dict, key: str, base: list[float]) -> str:
+    """The same comparison with gamma chosen by the first (mean left-out share) criterion, reported
+    beside the row (claims.yaml, history): its mean effect over seeds, not a verdict."""
+    other = (e.get("anchor_other") or {}).get(key)
+    if not other or len(other) != len(base):
+        return ""
+    effect = sum(o - b for o, b in zip(other, base)) / len(base)
+    gammas = ", ".join(f"{g:g}" for g in e.get("chosen_gamma_other", []))
+    return (f"; under the first validation criterion (mean left-out share): gamma chosen per seed and split: {gammas}; "
+            f"mean effect {effect:.3g}")

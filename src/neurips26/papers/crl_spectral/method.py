@@ -39,22 +39,41 @@ LOSSES = {"infonce": infonce_population_loss, "spectral": spectral_population_lo
 LBFGS_HISTORY = 20
 
 
+# the first chunk of iterations after which the stopping rule is read; chunks then double
+FIRST_CHUNK = 32
+
+
 @dataclass
 class TableFit:
-    """A fitted pair of embedding tables and the scores at a few points along the fit."""
+    """A fitted pair of embedding tables, the scores at the end of every chunk, and how the fit
+    stopped: `converged` when the monitored error settled, False when the iteration cap ended it."""
 
     scores: np.ndarray
     loss: float
+    iterations: int = 0
+    converged: bool = False
     trace_steps: list[int] = field(default_factory=list)
     trace_scores: list[np.ndarray] = field(default_factory=list)
+    trace_monitor: list[float] = field(default_factory=list)
+    monitor_earlier: float = float("nan")   # the monitored error at the start of the last chunk
+    iterations_earlier: int = 0
+
+
+def settled(previous: float, current: float, tolerance: float, floor: float = 0.0) -> bool:
+    """The stopping rule: |current - previous| <= tolerance * max(current, floor)."""
+    return abs(current - previous) <= tolerance * max(current, floor)
 
 
 def fit_tables(joint: DiscreteJoint, dim: int, loss: str, iterations: int, seed: int,
-               init_scale: float = 0.1, trace: bool = False) -> TableFit:
+               init_scale: float = 0.1, trace: bool = False, monitor=None, tolerance: float = 0.0,
+               floor: float = 0.0) -> TableFit:
     """Minimise the population `loss` over rank-`dim` scores F G^T from a random start.
 
-    Full-batch L-BFGS with a strong-Wolfe line search, run in chunks of doubling length so the
-    scores along the way can be kept (`trace`) for the risk-to-retrieval calibration plot."""
+    Full-batch L-BFGS with a strong-Wolfe line search, run in chunks of doubling length (from
+    FIRST_CHUNK). With `monitor` (scores -> error) the fit stops at the end of the first chunk over
+    which the error changed by at most `tolerance` relative to itself (or to `floor`, for errors
+    near 0), and at `iterations` (the cap) otherwise; without it, it runs all `iterations`. The
+    scores at the end of every chunk are kept with `trace`."""
     g = torch.Generator().manual_seed(int(seed))
     n_x, n_y = joint.n
     f = (init_scale * torch.randn(n_x, dim, generator=g, dtype=torch.float64)).requires_grad_()
@@ -72,17 +91,29 @@ def fit_tables(joint: DiscreteJoint, dim: int, loss: str, iterations: int, seed:
         return value
 
     out = TableFit(scores=np.zeros((n_x, n_y)), loss=float("nan"))
-    done, chunk = 0, 1
+    done, chunk = 0, FIRST_CHUNK
+    previous = None if monitor is None else monitor((f @ h.T).detach().numpy())
     while done < iterations:
         chunk = min(chunk, iterations - done)
         opt.param_groups[0]["max_iter"] = chunk
         opt.param_groups[0]["max_eval"] = int(chunk * 1.25) + 1
         opt.step(closure)
+        out.iterations_earlier = done
         done += chunk
         chunk *= 2
+        scores = (f @ h.T).detach().numpy().copy()
         if trace:
             out.trace_steps.append(done)
-            out.trace_scores.append((f @ h.T).detach().numpy().copy())
+            out.trace_scores.append(scores)
+        if monitor is not None:
+            current = monitor(scores)
+            out.trace_monitor.append(current)
+            out.monitor_earlier = previous
+            if settled(previous, current, tolerance, floor):
+                out.converged = True
+                break
+            previous = current
+    out.iterations = done
     with torch.no_grad():
         out.scores = (f @ h.T).numpy().copy()
         out.loss = float(objective(f @ h.T, p, px, py))

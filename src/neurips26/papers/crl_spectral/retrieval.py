@@ -87,19 +87,32 @@ def tsybakov_exponent(joint: DiscreteJoint, quantiles: tuple[float, float] = (0.
     """alpha in P(0 < |margin| <= t) ~ t^alpha: least-squares slope of log P(|margin| <= t) on log t
     over t between the two quantiles of the margin law (its lower tail, where the condition bites).
     Also returns the margin mass at 0 (exact ties, which no score can order) and the curve.
-    alpha is None (a hard margin: the condition holds for every alpha) when the nonzero margins
-    have no lower tail, i.e. the two quantiles coincide up to round-off."""
+
+    alpha is None, with the reason in `degenerate`, where the condition is degenerate and a slope
+    would be an artefact: the nonzero margins have no lower tail (the two quantiles coincide: a hard
+    margin, for which the condition holds with every alpha), or the window holds fewer distinct
+    margins than the fit has points (an atomic law, whose cdf is a few steps there)."""
     gaps, weights = ranking_margins(joint)
     order = np.argsort(gaps)
     gaps, weights = gaps[order], weights[order]
     cdf = np.cumsum(weights) / weights.sum()
-    tied = float(weights[gaps <= 1e-9 * max(1.0, gaps[-1])].sum() / weights.sum())
+    zero = 1e-9 * max(1.0, gaps[-1])
+    tied = float(weights[gaps <= zero].sum() / weights.sum())
     lo = gaps[np.searchsorted(cdf, tied + max(quantiles[0], 1e-9))]
     hi = gaps[min(len(gaps) - 1, np.searchsorted(cdf, tied + quantiles[1]))]
+    window = gaps[(gaps >= lo) & (gaps <= hi)]
+    atoms = int(len(np.unique(np.round(window / zero)))) if len(window) else 0
+    smallest = float(gaps[gaps > zero].min()) if (gaps > zero).any() else float("nan")
+    base = {"alpha": None, "degenerate": "", "tied_mass": tied, "smallest_margin": smallest, "atoms": atoms,
+            "t": [], "mass": []}
     if hi <= lo * (1 + 1e-6):
-        return {"alpha": None, "hard_margin": float(lo), "tied_mass": tied, "t": [], "mass": []}
+        return {**base, "degenerate": f"hard margin: the nonzero margins' lower tail is one value, {lo:.3g}"}
+    if atoms < points:
+        return {**base, "degenerate": (f"atomic margin law: {atoms} distinct margins between its {quantiles[0]:g} and "
+                                       f"{quantiles[1]:g} quantiles, fewer than the {points} points of the fit; "
+                                       f"the nonzero margins are >= {smallest:.3g} (a hard margin)")}
     ts = np.geomspace(max(lo, 1e-12), max(hi, 2e-12), points)
     mass = np.array([weights[gaps <= t].sum() / weights.sum() for t in ts]) - tied
     ok = mass > 0
     alpha = float(np.polyfit(np.log(ts[ok]), np.log(mass[ok]), 1)[0]) if ok.sum() >= 3 else float("nan")
-    return {"alpha": alpha, "hard_margin": None, "tied_mass": tied, "t": ts.tolist(), "mass": mass.tolist()}
+    return {**base, "alpha": alpha, "t": ts.tolist(), "mass": mass.tolist()}

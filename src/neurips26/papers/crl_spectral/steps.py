@@ -21,6 +21,10 @@ from .claims import TAIL_CONSTANT_MAX, claim_rows
 from .retrieval import infonce_excess_risk, retrieval_error, tsybakov_exponent
 
 PAPER = "crl_spectral"
+# a D whose best error (the tail) is below this share of the target's norm is fitted exactly (the
+# exact-fit check allows 1%; the per-D rows count only D with tail_D above 1% of ||PMI||): there the
+# error shrinks towards 0 without end, and its change is settled relative to the target's norm
+EXACT_FIT_TAIL = 1e-2
 
 
 def _kernel_name(kernel: dict) -> str:
@@ -44,6 +48,9 @@ def _measure(joint: P.DiscreteJoint, pmi_estimate: np.ndarray, ranking: np.ndarr
 
 
 def _train_discrete(d: dict, seed: int) -> dict:
+    """Every kernel x D: both losses' tables, each stopped when its error has settled (the stopping
+    tolerance is the one of the check `infonce_converged`; `d["iterations"]` caps it)."""
+    from .claims import CONVERGENCE_TOLERANCE as tolerance
     from .method import fit_tables, log_score, spectral_closed_form
 
     out = {}
@@ -60,23 +67,31 @@ def _train_discrete(d: dict, seed: int) -> dict:
                "bayes_retrieval_error": bayes, "mutual_information": float((joint.joint * pmi).sum()),
                "methods": {"infonce": [], "spectral": [], "truncated_svd": []},
                "spectral_gap_to_closed_form": [], "calibration": []}
+        ratio = joint.density_ratio()
+        norm = res["norm"]
         for i, dim in enumerate(dims):
             fit_seed = 1000 * seed + i
-            info = fit_tables(joint, dim, "infonce", d["iterations"], fit_seed, d["init_scale"], trace=True)
+            exact = res["tail"][i] <= EXACT_FIT_TAIL * norm
+            info = fit_tables(joint, dim, "infonce", d["iterations"], fit_seed, d["init_scale"],
+                              monitor=joint.error_mod_constant, tolerance=tolerance, floor=norm if exact else 0.0)
             res["methods"]["infonce"].append(_measure(joint, info.scores, info.scores, d["candidates"], bayes))
-            # the error one doubling chunk earlier: its change bounds the optimisation error left
-            half = info.trace_scores[-2] if len(info.trace_scores) > 1 else info.trace_scores[-1]
-            res["methods"]["infonce"][-1]["error_earlier"] = joint.error_mod_constant(half)
-            res["methods"]["infonce"][-1]["iterations_earlier"] = (info.trace_steps[-2] if len(info.trace_steps) > 1
-                                                                   else info.trace_steps[-1])
-            spec = fit_tables(joint, dim, "spectral", d["iterations"], fit_seed, d["init_scale"])
+            # the error at the start of the last chunk: the change over it is what the stopping rule read
+            res["methods"]["infonce"][-1].update(error_earlier=info.monitor_earlier, iterations=info.iterations,
+                                                 iterations_earlier=info.iterations_earlier, converged=info.converged)
+            # the spectral loss is ||s - R||^2 - ||R||^2 (R the density ratio): the same rule on its own
+            # target, whose best rank-D error is that of the closed form
+            closed = spectral_closed_form(joint, dim)
+            ratio_norm = joint.l2(ratio)
+            exact = joint.l2(closed - ratio) <= EXACT_FIT_TAIL * ratio_norm
+            spec = fit_tables(joint, dim, "spectral", d["iterations"], fit_seed, d["init_scale"],
+                              monitor=lambda s: joint.l2(s - ratio), tolerance=tolerance,
+                              floor=ratio_norm if exact else 0.0)
             # the spectral loss targets the density ratio: its PMI estimate is the log of the score
             res["methods"]["spectral"].append(_measure(joint, log_score(spec.scores, d["spectral_floor"]), spec.scores,
                                                        d["candidates"], bayes))
-            closed = spectral_closed_form(joint, dim)
-            # the spectral loss is ||s - R||^2 - ||R||^2 (R the density ratio): its excess over the
-            # rank-D optimum, relative to ||R||^2 (the closed form is not unique at tied singular values)
-            ratio = joint.density_ratio()
+            res["methods"]["spectral"][-1].update(iterations=spec.iterations, converged=spec.converged)
+            # its excess over the rank-D optimum, relative to ||R||^2 (the closed form is not unique
+            # at tied singular values)
             res["spectral_gap_to_closed_form"].append(
                 (joint.l2(spec.scores - ratio) ** 2 - joint.l2(closed - ratio) ** 2) / joint.l2(ratio) ** 2)
             svd = P.truncated_svd(joint, joint.centred(pmi), dim)
@@ -95,9 +110,12 @@ def _train_discrete(d: dict, seed: int) -> dict:
 def _perturbations(joint: P.DiscreteJoint, d: dict, seed: int, kernel_index: int, bayes: float) -> list[dict]:
     """Controlled perturbations of the optimum: s = PMI + t ||PMI|| Delta with Delta a random
     centred table of unit L2(p_X x p_Y) norm (one per direction and seed), for t on a geometric
-    grid; excess InfoNCE risk and exact excess retrieval error of each."""
+    grid; excess InfoNCE risk and exact excess retrieval error of each, and the excess spectral
+    contrastive risk of the same ranking read as a density ratio, exp(s): ||exp(s) - R||^2 in
+    L2(p_X x p_Y) (the calibration null: a surrogate without InfoNCE scored on the same scores)."""
     rng = np.random.default_rng([d["data_seed"], seed, kernel_index])
     pmi = joint.pmi()
+    ratio = joint.density_ratio()
     norm = joint.l2(joint.centred(pmi))
     pert = d["perturbations"]
     points = []
@@ -108,6 +126,7 @@ def _perturbations(joint: P.DiscreteJoint, d: dict, seed: int, kernel_index: int
             scores = pmi + t * norm * delta
             points.append({"direction": k, "t": float(t),
                            "excess_risk_xy": infonce_excess_risk(joint, scores, "xy"),
+                           "excess_spectral_risk": joint.l2(np.exp(scores) - ratio) ** 2,
                            "retrieval_excess": retrieval_error(joint, scores, d["candidates"]) - bayes})
     return points
 
@@ -183,11 +202,13 @@ def train(params, inputs, out: Path):
 
 
 # ---------------------------------------------------------------- evaluate
-def calibration_exponent(points: list[dict], max_risk: float, floor: float = 1e-10) -> float:
-    """Least-squares slope of log excess retrieval error on log excess InfoNCE risk, over the
-    points with risk in (floor, max_risk] and a positive excess retrieval error."""
-    pts = [(p["excess_risk_xy"], p["retrieval_excess"]) for p in points
-           if floor < p["excess_risk_xy"] <= max_risk and p["retrieval_excess"] > floor]
+def calibration_exponent(points: list[dict], max_risk: float, floor: float = 1e-10,
+                         risk: str = "excess_risk_xy") -> float:
+    """Least-squares slope of log excess retrieval error on log excess `risk` (InfoNCE by default),
+    over the points with excess InfoNCE risk in (floor, max_risk] and a positive excess retrieval
+    error: every risk is read on the same points."""
+    pts = [(p[risk], p["retrieval_excess"]) for p in points
+           if floor < p["excess_risk_xy"] <= max_risk and p["retrieval_excess"] > floor and p[risk] > floor]
     if len(pts) < 3:
         return float("nan")
     lx, ly = np.log(np.array(pts)).T
@@ -219,14 +240,20 @@ def evaluate(params, inputs, out: Path):
         entry["spectral_gap_to_closed_form"] = [max(r["discrete"][name]["spectral_gap_to_closed_form"]) for r in runs]
         entry["infonce"]["error_earlier"] = [[r["discrete"][name]["methods"]["infonce"][i]["error_earlier"] for r in runs]
                                              for i in range(len(first["dims"]))]
-        entry["iterations_earlier"] = first["methods"]["infonce"][-1]["iterations_earlier"]
+        for method in ("infonce", "spectral"):
+            for key in ("iterations", "converged"):
+                entry[method][key] = [[r["discrete"][name]["methods"][method][i][key] for r in runs]
+                                      for i in range(len(first["dims"]))]
         entry["tsybakov"] = first["tsybakov"]
         metrics["discrete"][name] = entry
     points = {s: [p for name in kernels for p in r["discrete"][name]["calibration"]] for s, r in zip(params["seeds"], runs)}
     metrics["calibration"] = {
         "exponent": [calibration_exponent(points[s], cal["max_excess_risk"]) for s in params["seeds"]],
+        "null_exponent": [calibration_exponent(points[s], cal["max_excess_risk"], risk="excess_spectral_risk")
+                          for s in params["seeds"]],
         "slow_rate_exponent": cal["slow_rate_exponent"],
         "tsybakov_alpha": {name: runs[0]["discrete"][name]["tsybakov"]["alpha"] for name in kernels},
+        "tsybakov_degenerate": {name: runs[0]["discrete"][name]["tsybakov"].get("degenerate", "") for name in kernels},
         "points": {str(s): [[p["excess_risk_xy"], p["retrieval_excess"]] for p in pts] for s, pts in points.items()},
     }
     cont = runs[0]["continuous"]
@@ -252,7 +279,8 @@ def tuning_records(discrete: dict, continuous: dict) -> list[tuning.Record]:
     search), the truncated SVD is closed form, and every neural encoder (InfoNCE at every width
     and D, and the spectral network) shares one Adam schedule set in the config; the paper, a
     theory paper, tunes none of them."""
-    from .method import LBFGS_HISTORY
+    from .claims import CONVERGENCE_TOLERANCE
+    from .method import FIRST_CHUNK, LBFGS_HISTORY
     from .neural import LR_FLOOR
 
     tables = ("InfoNCE tables", "spectral contrastive tables")
@@ -261,7 +289,10 @@ def tuning_records(discrete: dict, continuous: dict) -> list[tuning.Record]:
     for name in tables:
         out += [tuning.fixed(name, "step size", "line search",
                              "full-batch L-BFGS with a strong-Wolfe line search (lr 1 is the trial step): no learning rate"),
-                tuning.fixed(name, "iterations", discrete["iterations"], f"L-BFGS budget; {same_tables}"),
+                tuning.fixed(name, "iterations", discrete["iterations"],
+                             f"L-BFGS cap: each fit stops earlier once its error changed by at most "
+                             f"{CONVERGENCE_TOLERANCE:g} (relative) over a chunk of iterations (chunks double from "
+                             f"{FIRST_CHUNK}); {same_tables}"),
                 tuning.fixed(name, "history_size", LBFGS_HISTORY, f"L-BFGS memory; {same_tables}"),
                 tuning.fixed(name, "init_scale", discrete["init_scale"], f"scale of the random initial tables; {same_tables}")]
     out.append(tuning.fixed("spectral contrastive tables", "spectral_floor", discrete["spectral_floor"],
@@ -371,9 +402,10 @@ def figures(params, inputs, out: Path):
         dims = [e["dims"][i] for i in ok]
         final = [[e["infonce"]["error"][i][s] / e["tail"][i] for i in ok] for s in range(n_seeds)]
         early = [[e["infonce"]["error_earlier"][i][s] / e["tail"][i] for i in ok] for s in range(n_seeds)]
-        plotting.mean_band(ax, dims, final, f"InfoNCE, {params['discrete']['iterations']} L-BFGS iterations",
+        most = max(max(e["infonce"]["iterations"][i]) for i in ok) if ok else 0
+        plotting.mean_band(ax, dims, final, f"InfoNCE, stopped when settled (at most {most} L-BFGS iterations)",
                            COLOURS["infonce"])
-        ax.plot(dims, np.mean(early, 0), "k:", marker=".", label=f"same, after {e['iterations_earlier']} iterations")
+        ax.plot(dims, np.mean(early, 0), "k:", marker=".", label="same, one chunk of iterations before the stop")
         ax.axhline(TAIL_CONSTANT_MAX, color="#888888", ls="--", label=f"C = {TAIL_CONSTANT_MAX:g} (fixed before the run)")
         ax.axhline(1.0, color="#bbbbbb", ls="-", lw=0.8, label="1 (truncated SVD)")
         ax.set_xlabel("encoder dimension D")
@@ -396,12 +428,14 @@ def figures(params, inputs, out: Path):
         xs = np.geomspace(1e-6, params["calibration"]["max_excess_risk"], 20)
         allp = np.array([p for pts in cal["points"].values() for p in pts if p[0] > 1e-10 and p[1] > 1e-10])
         anchor = np.exp(np.median(np.log(allp[:, 1]) - np.mean(exps) * np.log(allp[:, 0])))
-        ax.loglog(xs, anchor * xs ** np.mean(exps), "k-", label=f"fitted exponent {np.mean(exps):.2f}")
+        nulls = [e for e in cal.get("null_exponent", []) if not np.isnan(e)]
+        null_text = f"; on excess spectral risk (null) {np.mean(nulls):.2f}" if nulls else ""
+        ax.loglog(xs, anchor * xs ** np.mean(exps), "k-", label=f"fitted exponent {np.mean(exps):.2f}{null_text}")
         ax.loglog(xs, anchor * xs ** cal["slow_rate_exponent"], "k:",
                   label=f"reference slope {cal['slow_rate_exponent']} (slow rate), not a bound")
         for name, alpha in cal["tsybakov_alpha"].items():
             ref = 1.0 if alpha is None else (1 + alpha) / (2 + alpha)
-            text = "hard margin, a = inf" if alpha is None else f"Tsybakov a = {alpha:.2f}"
+            text = "degenerate margin law: a not fitted" if alpha is None else f"Tsybakov a = {alpha:.2f}"
             ax.loglog(xs, anchor * xs ** ref, "--", lw=0.8,
                       label=f"reference slope (1+a)/(2+a) = {ref:.2f}, {name} ({text}), not a bound")
     ax.set_xlabel("excess InfoNCE risk E_x KL(p(.|x) || q_s(.|x)) (nats)")
@@ -428,7 +462,9 @@ def figures(params, inputs, out: Path):
                      "retrieval_excess": claims.fmt(f["retrieval_excess"])})
 
     summary = {"discrete": m["discrete"], "continuous": cont, "calibration_exponent": cal["exponent"],
+               "calibration_null_exponent": cal["null_exponent"],
                "slow_rate_exponent": cal["slow_rate_exponent"], "tsybakov_alpha": cal["tsybakov_alpha"],
+               "tsybakov_degenerate": cal["tsybakov_degenerate"], "max_iterations": params["discrete"]["iterations"],
                "min_tail": params["calibration"]["min_tail"],
                "candidates": params["discrete"]["candidates"]}
     written = claims.write_tables(out, rows, claim_rows(summary, scale))
