@@ -1,6 +1,8 @@
 """fedlora_align: ALIGN's aggregation and drift constraint, and the baselines it registers, against
 closed forms and scipy."""
 
+import inspect
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -133,3 +135,50 @@ def test_check_config_names_the_bad_keys():
     for key in ("run_variants", "variants.x.task", "methods", "federation.clients", "federation.report_alphas"):
         assert key in problems
     assert fedlora_align.check_config({"run_variants": ["a"], "variants": {"a": {"task": "topic"}}, "methods": ["align"]}) == []
+
+
+def test_client_split_is_seeded_by_alpha_value_not_its_position():
+    from neurips26.papers.fed_harness import split
+    from neurips26.papers.fedlora_align import steps
+
+    labels = np.repeat(np.arange(4), 30)
+    f = {"clients": 5, "min_client_size": 2}
+    # the train step walks the config's alphas in order; a reordered list must give each alpha the same split
+    first = {a: steps._client_split(labels, f, a, seed=3) for a in (0.1, 1.0, 10.0)}
+    second = {a: steps._client_split(labels, f, a, seed=3) for a in (10.0, 0.1, 1.0)}
+    for a in first:
+        assert all(np.array_equal(x, y) for x, y in zip(first[a], second[a]))
+    # the split is the harness's Dirichlet split under the generator of (seed, alpha's value)
+    ref = split.dirichlet_split(labels, 5, 1.0, np.random.default_rng([3, 1_000_000, 11]), min_size=2)
+    assert all(np.array_equal(x, y) for x, y in zip(first[1.0], ref))
+    assert steps.alpha_key(0.1) != steps.alpha_key(1.0) and steps.alpha_key("10.0") == steps.alpha_key(10)
+    assert "index" not in inspect.signature(steps._client_split).parameters
+
+
+def test_untrained_scores_match_a_brute_force_count():
+    from types import SimpleNamespace
+
+    from neurips26.data.data_to_text import LMData
+    from neurips26.papers.fed_harness.generative import LMSet
+    from neurips26.papers.fedlora_align import steps
+
+    class NextPlusOne(torch.nn.Module):  # predicts token t + 1 after token t
+        def forward(self, input_ids, attention_mask):
+            return SimpleNamespace(logits=torch.nn.functional.one_hot((input_ids + 1) % 10, 10).float())
+
+    ids = torch.tensor([[1, 2, 3, 4, 0], [5, 6, 8, 9, 0], [2, 3, 5, 7, 8], [1, 2, 3, 5, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
+    labels = torch.full_like(ids, -100)
+    labels[:, 2:4] = ids[:, 2:4]  # two target tokens per row
+    labels[2, 4] = 8
+    test = LMSet(LMData(ids, labels, mask), torch.tensor([0, 0, 1, 1]))
+    # brute force: a target token is hit when it is the previous token + 1
+    tok, exact = [], []
+    for r in range(4):
+        hits = [int(ids[r, j] == (ids[r, j - 1] + 1) % 10) for j in range(5) if labels[r, j] != -100]
+        tok.append(sum(hits) / len(hits))
+        exact.append(float(all(hits)))
+    per_class = lambda v: np.mean([np.mean(v[:2]), np.mean(v[2:])])  # noqa: E731
+    got = steps.untrained_scores(NextPlusOne(), test, 2)
+    assert got["acc_global"] == pytest.approx(per_class(tok), rel=1e-3)
+    assert got["exact_global"] == pytest.approx(per_class(exact), rel=1e-3)

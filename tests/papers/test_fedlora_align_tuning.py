@@ -43,17 +43,17 @@ def test_a_best_on_the_grid_edge_extends_the_grid(tmp_path):
 
 
 def test_the_validation_choice_is_the_strongest_baseline_compared(tmp_path):
-    # validation favours FedIT (and ideal aggregation, a control, most of all) ...
-    val = {"fedit": 0.50, "ffa_lora": 0.20, "flora": 0.40, "fedex_lora": 0.45, "fedsa_lora": 0.30, "ideal": 0.60,
+    # validation favours FLoRA (and ideal aggregation, a control, most of all) ...
+    val = {"fedit": 0.40, "ffa_lora": 0.20, "flora": 0.50, "fedex_lora": 0.45, "fedsa_lora": 0.30, "ideal": 0.60,
            "align": 0.48, "align_no_drift": 0.47}
     tune.run(_params(), None, tmp_path, evaluate=lambda m, lr, a: val[m] - abs(math.log10(lr) + 2))
     out = io.read_json(tmp_path / "tune.json")
-    assert out["strongest"] == {"0.1": "fedit", "1.0": "fedit"}
+    assert out["strongest"] == {"0.1": "flora", "1.0": "flora"}
     choice = [r for r in out["records"] if r["status"] == "choice"]
     assert len(choice) == 2 and all("ideal" not in r["grid"] for r in choice)
-    # ... while the test means favour FedEx-LoRA: the rows compare FedIT, the validation choice
+    # ... while the test means favour FedEx-LoRA: the rows compare FLoRA, the validation choice
     test = {m: 0.6 for m in METHODS}
-    test.update(fedex_lora=0.75, fedit=0.55, align=0.62)
+    test.update(fedex_lora=0.75, flora=0.55, align=0.62)
     entry = lambda acc: {"acc_global": [acc + 0.002 * k for k in range(3)], "acc_local": [acc] * 3,  # noqa: E731
                          "column": [0.5, 0.51, 0.52], "row": [0.4, 0.41, 0.42]}
     by = {a: {m: entry(test[m]) for m in METHODS} for a in ("0.1", "1.0", "10.0")}
@@ -64,6 +64,6 @@ def test_the_validation_choice_is_the_strongest_baseline_compared(tmp_path):
                "report_alphas": ["0.1", "1.0"]}
     rows = {r["id"]: r for r in claim_rows(summary, "default")}
     for i in ("cls_vs_strongest_a01", "cls_vs_strongest_a1"):
-        assert rows[i]["baseline"] == "fedit", rows[i]
+        assert rows[i]["baseline"] == "flora", rows[i]
         assert rows[i]["reproduced"] == "yes"  # against FedEx-LoRA (the test favourite) it would be no
         assert "validation" in rows[i]["criterion"]

@@ -134,11 +134,17 @@ def _fed_settings(f: dict, targets, seed: int, lr: float):
                                   seed=seed, conflict_rank=f["rank"])
 
 
-def _client_split(labels, f: dict, alpha: float, index: int, seed: int):
-    """The Dirichlet split of alpha (the `index`-th of the variant's alphas) of seed `seed`."""
+def alpha_key(alpha) -> int:
+    """An integer seed component from alpha's value (micro-units), so a split does not depend on
+    where alpha sits in the variant's list."""
+    return int(round(float(alpha) * 1_000_000))
+
+
+def _client_split(labels, f: dict, alpha: float, seed: int):
+    """The Dirichlet split of alpha of seed `seed`, seeded by alpha's value."""
     from neurips26.papers.fed_harness import split
 
-    rng = np.random.default_rng([seed, index, 11])
+    rng = np.random.default_rng([seed, alpha_key(alpha), 11])
     return split.dirichlet_split(labels, f["clients"], alpha, rng, min_size=f["min_client_size"])
 
 
@@ -157,6 +163,22 @@ def _scores(res, p, shares, lm: bool) -> dict:
     return {"acc_global": g, "acc_local": loc, "exact_global": eg, "exact_local": el}
 
 
+def untrained_scores(base, test, classes: int) -> dict:
+    """The generative task's scores of the model before any federation (no adapter): the floor
+    the regime control measures learning against. Every client holds this model, so the
+    client-weighted scores reduce to the mean over classes."""
+    import torch
+
+    from neurips26.papers.fed_harness import generative
+
+    dev = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    net = base.to(dev)
+    exact, tok = generative.evaluate(net, test, device=dev)
+    base.cpu()
+    return {"acc_global": io.significant(float(np.nanmean(generative.per_class(tok, test.label, classes))), DIGITS),
+            "exact_global": io.significant(float(np.nanmean(generative.per_class(exact, test.label, classes))), DIGITS)}
+
+
 def train(params, inputs, out: Path):
     import time
 
@@ -171,9 +193,10 @@ def train(params, inputs, out: Path):
                "lr": {m: lrs[m] for m in methods}}
     if lm:
         metrics["score"] = "mean token accuracy (teacher-forced)"
+        metrics["untrained"] = untrained_scores(base, test, classes)
     timing = {}
-    for ai, alpha in enumerate(f["alphas"]):
-        parts = _client_split(labels, f, alpha, ai, seed)
+    for alpha in f["alphas"]:
+        parts = _client_split(labels, f, alpha, seed)
         shares = split.label_shares(labels, parts, classes)
         sizes = [len(p) for p in parts]
         p = np.asarray(sizes, dtype=float) / sum(sizes)
@@ -225,6 +248,8 @@ def claims_summary(runs: list[dict], methods: list[str]) -> dict:
     methods = [m for m in methods if m in runs[0]["alphas"][alphas[0]]["methods"]]
     out = {"alphas": alphas, "seeds": len(runs), "methods": methods, "by_alpha": {},
            "score": runs[0].get("score", "global test accuracy (balanced)"), "classes": runs[0].get("classes")}
+    if "untrained" in runs[0]:  # the generative task: the model before any federation, per seed
+        out["untrained"] = {k: [r["untrained"][k] for r in runs] for k in runs[0]["untrained"]}
     for a in alphas:
         out["by_alpha"][a] = {m: {"acc_global": [r["alphas"][a]["methods"][m]["acc_global"] for r in runs],
                                   "acc_local": [r["alphas"][a]["methods"][m]["acc_local"] for r in runs],

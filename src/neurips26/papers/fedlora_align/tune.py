@@ -73,8 +73,8 @@ def run(params, inputs, out: Path, evaluate=None) -> list[Path]:
 
         def fold(alpha):
             if alpha not in folds:
-                parts = steps._client_split(labels, f, alpha, alphas.index(alpha), seed)
-                train_parts, held = holdout(parts, float(t["val_fraction"]), np.random.default_rng([seed, alphas.index(alpha), 13]))
+                parts = steps._client_split(labels, f, alpha, seed)
+                train_parts, held = holdout(parts, float(t["val_fraction"]), np.random.default_rng([seed, steps.alpha_key(alpha), 13]))
                 val = subset(train_set, held)
                 shares = np.ones((len(train_parts), classes))  # acc_local is not scored here
                 p = np.asarray([len(x) for x in train_parts], dtype=float)
