@@ -147,3 +147,31 @@ def test_a_writer_killed_mid_write_leaves_the_previous_checkpoint(tmp_path):
         part.rename(folder / part.name)
     make_trainer(tmp_path / "out", {}, 5)
     assert not list(folder.glob(f".*{PART}"))
+
+
+class Averaged(Regression):
+    """A module whose own batch-end hook changes its state (as an EMA update does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("updates", torch.zeros(()))
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        self.updates += 1
+
+
+def test_the_final_state_is_saved_once_after_the_modules_batch_end_hooks(tmp_path, monkeypatch):
+    from neurips26.core import trainer as trainer_mod
+
+    saves = []
+    real = trainer_mod.atomic_torch_save
+    monkeypatch.setattr(trainer_mod, "atomic_torch_save",
+                        lambda checkpoint, path: (saves.append(checkpoint["global_step"]), real(checkpoint, path)))
+    seed_everything(0, threads=1)
+    module = Averaged()
+    trainer, resume = make_trainer(tmp_path, {}, 10, checkpoint_every=5)
+    fit(trainer, module, loader(), resume)
+    assert saves == [5, 10]  # the periodic save at 5; the final state once (not again by the periodic one)
+    (last,) = tmp_path.glob("checkpoints/*/last.ckpt")
+    state = torch.load(last, weights_only=True)["state_dict"]
+    assert state["updates"].item() == 10  # written after the last step's batch-end hook

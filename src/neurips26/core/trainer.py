@@ -125,6 +125,21 @@ def _atomic_io_class():
     return AtomicCheckpointIO
 
 
+def _periodic_checkpoint_class():
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    class PeriodicCheckpoint(ModelCheckpoint):
+        """`last.ckpt` every n steps, except at the last step: `fit` saves the final state once,
+        after every batch-end hook of the module (an EMA update, say), which run after the callbacks'."""
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            if trainer.max_steps > 0 and trainer.global_step >= trainer.max_steps:
+                return
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    return PeriodicCheckpoint
+
+
 def _check_checkpoint(path: Path) -> None:
     """A checkpoint cut short (a full disk, a copy interrupted) stops the step, naming it."""
     try:
@@ -160,8 +175,6 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import lightning as L
     import torch
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
     ckpt_dir = Path(out) / "checkpoints" / checkpoint_key(params)
     job.current().checkpoint_dirs.append(ckpt_dir)
     if job.current().retrain and _finished_step(ckpt_dir) >= 0:
@@ -170,8 +183,8 @@ def make_trainer(out: Path, params: Mapping[str, Any], max_steps: int, *,
 
         print(f"neurips26: retraining (forced): the finished checkpoint {ckpt_dir} is set aside", flush=True)
         shutil.rmtree(ckpt_dir)
-    checkpoint = ModelCheckpoint(dirpath=ckpt_dir, save_last=True, save_top_k=0,
-                                 every_n_train_steps=checkpoint_every or max(1, max_steps // 4))
+    checkpoint = _periodic_checkpoint_class()(dirpath=ckpt_dir, save_last=True, save_top_k=0,
+                                              every_n_train_steps=checkpoint_every or max(1, max_steps // 4))
     loggers = []
     run = tracking.active()
     if run.run_id:
