@@ -90,13 +90,35 @@ def jobs(rules: dict, root: Path = ROOT) -> list[dict]:
                 found, own_cpu = DONE.findall(text), CPU.findall(text)
                 step = float(found[-1]) if found else float("nan")
                 cpu = float(own_cpu[-1]) if own_cpu else cpu
-            out.append({"rule": rule, "wildcards": m.groupdict(), "seconds": seconds, "step": step, "cpu": cpu})
+            end = path.stat().st_mtime  # the benchmark file is written as the job ends
+            out.append({"rule": rule, "wildcards": m.groupdict(), "seconds": seconds, "step": step, "cpu": cpu,
+                        "end": end})
     return out
 
 
 def paper_of(rule: str, papers: list[str]) -> str:
     best = [p for p in papers if rule == p or rule.startswith(p + "_")]
     return max(best, key=len) if best else rule
+
+
+def occupancy(spans: list[tuple[float, float]], cores: int) -> dict:
+    """From the jobs' (start, end) times: the run's wall seconds (first start to last end), core
+    utilisation (job-seconds / (cores x wall)), and the seconds during which fewer jobs than
+    cores ran, with the core-seconds left idle then (a run's tail, or a chain of single jobs)."""
+    if not spans:
+        return {"wall": 0.0, "utilisation": float("nan"), "under_seconds": 0.0, "idle_core_seconds": 0.0}
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    under = idle = 0.0
+    running, last = 0, events[0][0]
+    for t, step in events:
+        if running < cores:
+            under += t - last
+            idle += (cores - running) * (t - last)
+        running, last = running + step, t
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
+    busy = sum(e - s for s, e in spans)
+    return {"wall": wall, "utilisation": busy / (cores * wall) if wall > 0 else float("nan"),
+            "under_seconds": under, "idle_core_seconds": idle}
 
 
 def critical_path(edges: set[tuple[str, str]], weight: dict[str, float]) -> tuple[float, list[str]]:
@@ -150,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     bound = max(length, total / args.cores)
 
     total_cpu = sum(v["cpu"] for v in per_paper.values())
+    occ = occupancy([(j["end"] - j["seconds"], j["end"]) for j in found], args.cores)
     head = ["| paper | jobs | job time (s) | inside steps (s) | start-up per job (s) | CPU time (s) | share |",
             "|---|---|---|---|---|---|---|"]
     body = [f"| {p} | {v['jobs']} | {v['seconds']:.0f} | {v['step']:.0f} | {(v['seconds'] - v['step']) / v['jobs']:.1f} | "
@@ -158,7 +181,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{(total - total_step) / max(len(found), 1):.1f} | {total_cpu:.0f} | 100% |"]
     summary = (f"Critical path {length / 60:.1f} min ({' -> '.join(path)}); on {args.cores} cores the run "
                f"lasts at least {bound / 60:.1f} min. CPU time is that of the job's processes: other work on "
-               "the machine stretches job time, not CPU time.")
+               "the machine stretches job time, not CPU time. "
+               f"The run: {occ['wall'] / 60:.1f} min from the first job's start to the last one's end, core "
+               f"utilisation {occ['utilisation']:.0%} (job-seconds / ({args.cores} cores x wall)); fewer jobs than "
+               f"cores ran for {occ['under_seconds'] / 60:.1f} min, leaving {occ['idle_core_seconds'] / 60:.1f} "
+               "core-minutes idle (start and end times from the benchmark files: a DAG run in pieces reads as one "
+               "long run).")
     if args.markdown:
         print("\n".join(head + body + foot))
         print()
