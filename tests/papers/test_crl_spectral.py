@@ -178,18 +178,19 @@ def test_ranking_margins_match_a_brute_force_loop():
     assert weights.sum() == pytest.approx(1 - sum(j.joint[x, a] * j.py[a] for x in range(7) for a in range(7)))
 
 
-def test_tsybakov_exponent_of_a_uniform_margin_law_is_one():
+def _exponent_of_margins(monkeypatch, gaps):
+    """The Tsybakov fit on the given margins (unit weights) in place of a joint's."""
     from neurips26.papers.crl_spectral import retrieval
 
+    monkeypatch.setattr(retrieval, "ranking_margins", lambda joint: (gaps, np.ones_like(gaps)))
+    return retrieval.tsybakov_exponent(None)
+
+
+def test_tsybakov_exponent_of_a_uniform_margin_law_is_one(monkeypatch):
     # margins uniform on (0, 1): P(|margin| <= t) = t, alpha = 1
     rng = np.random.default_rng(3)
     gaps = rng.uniform(0, 1, 200000)
-    original = retrieval.ranking_margins
-    retrieval.ranking_margins = lambda joint: (gaps, np.ones_like(gaps))
-    try:
-        result = retrieval.tsybakov_exponent(None)
-    finally:
-        retrieval.ranking_margins = original
+    result = _exponent_of_margins(monkeypatch, gaps)
     assert result["alpha"] == pytest.approx(1.0, abs=0.05) and result["tied_mass"] == 0.0
 
 
@@ -262,7 +263,7 @@ def test_a_fit_that_reaches_its_cap_says_it_did_not_converge():
     assert abs(info.trace_monitor[-1] - info.monitor_earlier) > 1e-12 * info.trace_monitor[-1]
 
 
-def test_tsybakov_exponent_is_untested_on_an_atomic_margin_law():
+def test_tsybakov_exponent_is_untested_on_an_atomic_margin_law(monkeypatch):
     from neurips26.papers.crl_spectral import retrieval
 
     # the block joint: its nonzero margins take a handful of values, all far from 0
@@ -274,12 +275,7 @@ def test_tsybakov_exponent_is_untested_on_an_atomic_margin_law():
     assert smooth["alpha"] is not None and smooth["degenerate"] == "" and 0.3 < smooth["alpha"] < 3
     # three atoms, brute: no exponent
     gaps = np.repeat([0.5, 1.0, 2.0], 1000)
-    original = retrieval.ranking_margins
-    retrieval.ranking_margins = lambda joint: (gaps, np.ones_like(gaps))
-    try:
-        atomic = retrieval.tsybakov_exponent(None)
-    finally:
-        retrieval.ranking_margins = original
+    atomic = _exponent_of_margins(monkeypatch, gaps)
     assert atomic["alpha"] is None and atomic["atoms"] <= 3
 
 

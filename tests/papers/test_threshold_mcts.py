@@ -66,13 +66,19 @@ def test_bernoulli_divergence_matches_scipy_entropy():
         assert T.divergence_scalar(p, q, T.BERNOULLI) == pytest.approx(entropy([p, 1 - p], [q, 1 - q]), rel=1e-10)
 
 
+def _initialised_state(tree, mu, seed):
+    """A Gaussian sampling state at theta = 0 after one draw of every leaf, and its reward source."""
+    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng(seed))
+    st = method.State(tree, 0.0, T.GAUSSIAN)
+    st.initialise(src.draw_all())
+    return st, src
+
+
 def test_incremental_statistics_and_glr_match_full_pass_and_brute_force():
     rng = np.random.default_rng(1)
     tree = T.from_nested([[0, 0, [0, 0]], [0, 0], 0], True)
     mu = rng.uniform(-0.5, 0.5, tree.n_leaves)
-    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng(2))
-    st = method.State(tree, 0.0, T.GAUSSIAN)
-    st.initialise(src.draw_all())
+    st, src = _initialised_state(tree, mu, seed=2)
     for _ in range(200):
         leaf = st.select_ratio()
         st.add(leaf, src.draw(leaf))
@@ -166,9 +172,7 @@ def test_kinetic_gap_tournament_repairs_a_logarithmic_number_of_positions(monkey
     child's log2(1024) = 10 ancestors, not the 1023 positions of a rebuild."""
     tree = T.regular(1024, 1, root_is_max=True)
     mu = np.random.default_rng(4).uniform(-4.0, -3.0, 1024)  # the timing's leaf means: the root disagrees
-    src = method.RewardSource(mu, T.GAUSSIAN, np.random.default_rng(5))
-    st = method.State(tree, 0.0, T.GAUSSIAN)
-    st.initialise(src.draw_all())
+    st, src = _initialised_state(tree, mu, seed=5)
     for _ in range(3000):
         leaf = st.select_ratio()
         st.add(leaf, src.draw(leaf))
