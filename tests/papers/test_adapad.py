@@ -314,3 +314,99 @@ def test_mechanism_step_sizes_go_through_the_tuning_protocol(monkeypatch, tmp_pa
         assert r["status"] == "tuned" and min(r["grid"]) < 0.2 and r["direction"] == "lower"
         assert abs(r["chosen"] - 0.05) < 1e-9
     assert all(abs(v - 0.05) < 1e-9 for v in out["tuned_lr"].values())
+
+
+def test_importance_stop_is_relative_to_the_active_components_current_gains():
+    """A candidate is activated only while its EMA gain is at least min_ratio times the mean EMA
+    gain of the active components (hand-computed EMAs). The defect: the stop was referenced to the
+    first growth step's best gain, near 0 when growth starts (b = 0), so it could never fire."""
+    net, maps = _tiny(active=1)
+    model = am.AdaPaDNet(net, maps)
+    grow = am.RankGrowth(model, budget=10 ** 6, max_rank=4, start=1, end=10, every=1, beta=0.5, min_ratio=0.1)
+    q, v = maps["query"], maps["value"]
+
+    def grads(active_scale, cand_scale):
+        for m in maps.values():
+            for k in range(m.created):
+                m.b[k].grad = (active_scale if k < m.active else cand_scale) * torch.sign(m.b[k].detach())
+
+    # step 0 (no growth): candidates' gains near 0, as at the start of training
+    grads(1.0, 1e-6)
+    grow(model, 0)
+    gain_active = {n: float(m.b[0].detach().abs().sum()) for n, m in maps.items()}
+    assert float(q.ema_active[0]) == pytest.approx(0.5 * gain_active["query"])
+    # step 1 (growth): candidates still ~1e-6 of the active gains: the stop holds growth back
+    grads(1.0, 1e-6)
+    grow(model, 1)
+    want_ref = np.mean([0.75 * gain_active[n] for n in maps])  # EMA after two steps of the same gain
+    assert model.ranks() == {"query": 1, "value": 1} and grow.events == []
+    assert len(grow.stops) == 1 and grow.stops[0]["reference"] == pytest.approx(want_ref)
+    # candidates with gains comparable to the active ones grow
+    for step in (2, 3, 4):
+        grads(1.0, 1.0)
+        grow(model, step)
+    assert sum(model.ranks().values()) > 2 and grow.events[0]["reference"] > 0
+    # without the stop (min_ratio 0) tiny candidates grow as before
+    net2, maps2 = _tiny(active=1)
+    model2 = am.AdaPaDNet(net2, maps2)
+    grow2 = am.RankGrowth(model2, budget=10 ** 6, max_rank=4, start=0, end=10, every=1, beta=0.5, min_ratio=0.0)
+    for m in maps2.values():
+        m.b[0].grad, m.b[1].grad = torch.ones_like(m.b[0]), 1e-6 * torch.sign(m.b[1].detach())
+    grow2(model2, 0)
+    assert sum(model2.ranks().values()) == 3
+
+
+def test_adapad_max_budget_is_lora_at_the_max_rank():
+    from neurips26.papers.adapad import steps
+
+    shapes = {"query": (384, 384), "ffn_in": (384, 1536)}
+    params = {"adapad": {"budget_rank": 4, "max_rank": 8}}
+    assert steps.budget_params(params, shapes) == 4 * (768 + 1920)
+    assert steps.budget_params(params, shapes, 8) == 8 * (768 + 1920)
+
+
+def test_sequential_deflation_with_long_stages_reaches_the_svd_triplets():
+    """Matched steps per component: sequential deflation with stages of T rounds (r T rounds)
+    recovers every top singular triplet (numpy SVD) as parallel deflation does in T rounds, so the
+    matched-rounds row can fail; with stages of T / r its frozen errors stay far larger."""
+    prob = _problem(seed=2)
+    r, T, lr = 4, 400, 0.8 / prob.s[0]
+    long = method.run_deflation(prob, r, lr, r * T, method.component_schedule("sequential", r, r * T), 0.01, 0)
+    par = method.run_deflation(prob, r, lr, T, method.component_schedule("parallel", r, T), 0.01, 0)
+    short = method.run_deflation(prob, r, lr, T, method.component_schedule("sequential", r, T), 0.01, 0)
+    assert max(long["algorithmic"][-1]) < 1e-8 and max(par["algorithmic"][-1]) < 1e-8
+    assert max(short["algorithmic"][-1]) > 100 * max(long["algorithmic"][-1])
+    assert sum(b - a for a, _, b in method.component_schedule("sequential", r, r * T)) == r * T
+
+
+def test_mechanism_records_the_matched_compute_schedules(tmp_path):
+    from neurips26.core import io
+    from neurips26.papers.adapad import steps
+
+    m = {"seeds": [0], "tune_seed": 100, "rows": 8, "cols": 6, "spectrum": [3.0, 2.0], "noise": 0.1, "rounds": 40,
+         "init_scale": 0.01, "lr_grid": [0.4], "interval": 10, "advance": 5, "advance_sweep": [0, 5],
+         "warm_threshold": 0.1, "floor": 1e-10, "record_every": 5}
+    steps.mechanism({"mechanism": m, "tuning": {"extensions": 0}}, {}, tmp_path)
+    got = io.read_json(tmp_path / "metrics.json")["seeds"]["0"]["matched"]
+    assert got["sequential"] == {**got["sequential"], "rounds": 80, "worker_steps": 80}
+    assert got["parallel"]["rounds"] == 20 and got["parallel"]["worker_steps"] == 40
+
+
+def test_growth_window_check_counts_the_activations_to_the_cap():
+    """adapad_max's size must not be bounded by the schedule: 6 maps from rank 1 to 8 need 42
+    activations; the window is steps 4..58 (span 54): every 2 steps gives 28, every step 55
+    (hand counts), so adapad_max grows every step; a window of 30 steps cannot reach the cap."""
+    from neurips26.papers.adapad import check_config, growth_every_max, growth_steps_short
+
+    a = {"init_rank": 1, "max_rank": 8, "grow_start": 0.05, "grow_end": 0.65, "grow_every": 2}
+    assert growth_every_max(a, 90, 6) == 1 and growth_steps_short(a, 90, 6) == 42 - 55
+    assert growth_every_max(a, 90, 1) == 2  # one map: 7 activations fit every 2 steps (28 growth steps)
+    assert growth_every_max({**a, "grow_every": 9}, 90, 1) == 9  # 54 // 6
+    assert growth_every_max({**a, "grow_every": 10}, 90, 1) == 9
+    block = {"methods": ["lora_r4", "lora_r8", "adapad_max"], "grid": {m: [0.01] for m in ("lora_r4", "lora_r8", "adapad_max")},
+             "finetune": {"steps": 90, "modules": list(am.MODULES)}, "adapad": a}
+    assert not any("grow_end" in p for p in check_config(block))
+    short = {**a, "grow_end": 0.38}  # steps 4..34: 31 growth steps < 42
+    assert growth_steps_short(short, 90, 6) == 42 - 31
+    assert any("grow_end" in p for p in check_config({**block, "adapad": short}))
+    assert any("lora_r8" in p for p in check_config({**block, "methods": ["lora_r4", "adapad_max"]}))

@@ -3,8 +3,26 @@
 TITLE = "AdaPaD: adaptive parallel deflation for LoRA"
 STEPS = ("mechanism", "tune", "train", "figures")
 
-METHODS = ("lora_r1", "lora_r2", "lora_r4", "lora_r8", "lora_r16", "adalora", "sequential", "adapad")
+METHODS = ("lora_r1", "lora_r2", "lora_r4", "lora_r8", "lora_r16", "adalora", "sequential", "adapad", "adapad_max")
 MAPS = ("query", "key", "value", "attn_out", "ffn_in", "ffn_out")
+
+
+def growth_every_max(a: dict, steps: int, maps: int) -> int:
+    """adapad_max's growth interval: the largest (at most adapad.grow_every) whose window still has
+    one growth step per activation needed to take every map from init_rank to max_rank, so that
+    the schedule does not bound its size (1 when even that is too few)."""
+    start, end = round(a.get("grow_start", 0) * steps), round(a.get("grow_end", 1) * steps)
+    needed = maps * (a.get("max_rank", 1) - a.get("init_rank", 1))
+    return max(1, min(int(a.get("grow_every", 1)), (end - start) // max(needed - 1, 1)))
+
+
+def growth_steps_short(a: dict, steps: int, maps: int) -> int:
+    """How many growth steps adapad_max's window lacks to take every map from init_rank to max_rank
+    (one activation per growth step, at growth_every_max; <= 0 when the window can reach the cap)."""
+    start, end = round(a.get("grow_start", 0) * steps), round(a.get("grow_end", 1) * steps)
+    every = growth_every_max(a, steps, maps)
+    available = (end - start) // every + 1 if end >= start else 0
+    return maps * (a.get("max_rank", 1) - a.get("init_rank", 1)) - available
 
 
 def check_config(block: dict) -> list[str]:
@@ -32,6 +50,12 @@ def check_config(block: dict) -> list[str]:
     if d.get("val_size", 1) >= d.get("train_size", 2):
         problems.append("data.val_size: must be below data.train_size (the validation split is cut from train)")
     a = block.get("adapad", {})
+    top = f"lora_r{a.get('max_rank', 1)}"
+    if "adapad_max" in methods and top not in methods:
+        problems.append(f"methods: adapad_max is compared with fixed-rank LoRA at adapad.max_rank ({top}), which is not listed")
+    if "adapad_max" in methods and growth_steps_short(a, f.get("steps", 0), len(f.get("modules", []))) > 0:
+        problems.append("adapad.grow_end: adapad_max's growth window has fewer steps than the activations needed to "
+                        "reach max_rank on every map; its size would be bounded by the schedule, not the stop")
     if a.get("init_rank", 1) > a.get("max_rank", 1):
         problems.append("adapad.init_rank: above adapad.max_rank")
     if not 0 <= a.get("grow_start", 0) < a.get("grow_end", 1) <= 1:

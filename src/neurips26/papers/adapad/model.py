@@ -17,7 +17,9 @@ of any successor's target until it is activated. The objective of one step is
 
 and `rank growth` activates, every few steps, the candidate of highest importance (the first-order
 gain |<dL_l / dW, s b a^T>| = |sum b * grad b|, smoothed by an EMA as AdaLoRA's sensitivity), in
-the map that holds it, until a shared total-rank budget is spent (`method.grow_choice`).
+the map that holds it, until a shared parameter budget is spent (`method.grow_choice`) or the best
+candidate's importance falls below `min_ratio` times the mean current importance of the active
+components (the importance stop).
 
 `sequential` (the classical deflation baseline) uses the same maps with a fixed rank and one level
 at a time: component l trains alone (predecessors frozen, successors absent) for steps / r steps.
@@ -59,6 +61,8 @@ class DeflationLinear(nn.Module):
         self.register_buffer("n_active", torch.tensor(int(active)))
         self.register_buffer("has_candidate", torch.tensor(bool(candidate)))
         self.register_buffer("ema_gain", torch.tensor(0.0, dtype=torch.float64))
+        # EMA of the gain of each active component (the importance stop's reference)
+        self.register_buffer("ema_active", torch.zeros(int(max_rank), dtype=torch.float64))
         self.level: int | str | None = None
 
     @property
@@ -181,38 +185,50 @@ class AdaPaDNet(nn.Module):
 
 
 class RankGrowth:
-    """`after_step` hook of AdaPaD: EMA of each candidate's gain every step; at growth steps
-    (every `every` steps from `start` to `end`) the best candidate that fits the budget is
-    activated (method.grow_choice; `cost` per rank of each map, e.g. n_in + n_out for a parameter
-    budget) and its map gets a fresh candidate. A candidate whose gain is below `min_ratio` times
-    the best gain of the first growth step is not activated (growth can stop before the budget)."""
+    """`after_step` hook of AdaPaD: EMA of the gain of each candidate and of each active component
+    every step; at growth steps (every `every` steps from `start` to `end`) the best candidate that
+    fits the budget is activated (method.grow_choice; `cost` per rank of each map, e.g. n_in + n_out
+    for a parameter budget) and its map gets a fresh candidate. Importance stop: the candidate is
+    not activated when its importance is below `min_ratio` times the mean importance of the active
+    components at that step (their current gains, so the reference moves with training)."""
 
     def __init__(self, net: AdaPaDNet, budget: int, max_rank: int, start: int, end: int, every: int,
                  beta: float = 0.85, min_ratio: float = 0.0, cost: dict | None = None):
         self.net, self.budget, self.max_rank, self.cost = net, int(budget), int(max_rank), cost
         self.start, self.end, self.every, self.beta, self.min_ratio = int(start), int(end), max(1, int(every)), beta, min_ratio
         self.events: list[dict] = []
-        self.reference = None
+        self.stops: list[dict] = []
+
+    def active_gain(self) -> float:
+        """Mean EMA gain over the active components of every map (0 when there are none)."""
+        gains = [float(m.ema_active[k]) for m in self.net.maps.values() for k in range(m.active)]
+        return sum(gains) / len(gains) if gains else 0.0
 
     def __call__(self, _net, step: int):
         maps = self.net.maps
         for m in maps.values():
             if m.created > m.active:
                 m.importance = self.beta * m.importance + (1 - self.beta) * m.gain(m.active)
+            for k in range(m.active):
+                m.ema_active[k] = self.beta * float(m.ema_active[k]) + (1 - self.beta) * m.gain(k)
         if step < self.start or step > self.end or (step - self.start) % self.every:
             return
         scores = {k: (m.importance if m.created > m.active else -1.0) for k, m in maps.items()}
-        if self.reference is None:
-            self.reference = max(scores.values())
+        reference = self.active_gain()
+        floor = self.min_ratio * reference
         pick = method.grow_choice(self.net.ranks(), scores, self.budget, self.max_rank, cost=self.cost,
-                                  min_score=self.min_ratio * max(self.reference, 0.0))
+                                  min_score=floor)
         if pick is None or scores[pick] < 0:
+            if method.grow_choice(self.net.ranks(), scores, self.budget, self.max_rank, cost=self.cost) is not None:
+                self.stops.append({"step": int(step), "best": float(max(scores.values())), "reference": reference})
             return
         m = maps[pick]
         m.active += 1
+        m.ema_active[m.active - 1] = m.importance  # its gain so far, as a candidate
         m.candidate = m.active < m.max_rank
         m.importance = 0.0
-        self.events.append({"step": int(step), "module": pick, "rank": m.active, "score": float(scores[pick])})
+        self.events.append({"step": int(step), "module": pick, "rank": m.active, "score": float(scores[pick]),
+                            "reference": reference})
 
 
 def sequential_stage_hook(net: AdaPaDNet, rank: int, steps: int):

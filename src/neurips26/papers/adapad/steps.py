@@ -5,9 +5,11 @@
 of advance lengths), and sequential deflation, each at its step size tuned by the tuning protocol
 (core.tuning.search: the grid extends past an edge that holds the best) on a seed that is not
 reported; it records every component's error per round, the fitted decay rate after warm-up
-against the linearised prediction, warm-up lengths, and the statistical floor. `tune` puts every
+against the linearised prediction, warm-up lengths, the statistical floor, and two matched-compute
+runs (sequential deflation with stages of T rounds, parallel deflation for T / r rounds). `tune` puts every
 fine-tuning method's learning rate through the same protocol (the same grid for each) on a
-validation split of the tuning seed's training set; `train` runs every method at its tuned rate on one seed's data and
+validation split of the tuning seed's training set (`adapad` grows under LoRA r = budget_rank's
+parameters, `adapad_max` under LoRA r = max_rank's, the per-map cap); `train` runs every method at its tuned rate on one seed's data and
 reports test accuracy, the deployed adapter size and the rank each map ended with; `figures`
 writes the plots, tables, claims and tuning.csv (every tuned and fixed knob).
 """
@@ -23,7 +25,7 @@ import numpy as np
 from neurips26.core import claims, io, plotting, tracking
 from neurips26.core import tuning as core_tuning
 
-from . import method
+from . import growth_every_max, method
 from .claims import claim_rows
 
 P = "adapad"
@@ -114,6 +116,16 @@ def mechanism(params, inputs, out: Path):
                 entry["frozen_change"] = [float(np.max(np.abs(res["algorithmic"][s[2]:, k] - res["algorithmic"][s[2], k])))
                                           for k, s in enumerate(sched)]
             row[kind] = entry
+        # matched compute: each worker gets the same gradient steps in both schedules. Sequential
+        # deflation with a stage of T rounds (r T rounds, r T worker-steps) against parallel deflation
+        # at T rounds; parallel deflation at T / r rounds (T worker-steps) against sequential at T.
+        matched = {}
+        for kind, rounds in (("sequential", r * m["rounds"]), ("parallel", m["rounds"] // r)):
+            sched = method.component_schedule(kind, r, rounds)
+            res = method.run_deflation(prob, r, tuned[kind] / prob.s[0], rounds, sched, m["init_scale"], seed)
+            matched[kind] = {"rounds": rounds, "worker_steps": sum(stop - start for start, _, stop in sched),
+                             "final_algorithmic": res["algorithmic"][-1].tolist()}
+        row["matched"] = matched
         sweep = {}
         for adv in m["advance_sweep"]:
             res, sched = _deflate(m, prob, "adapad", tuned["adapad"], seed, advance=adv)
@@ -178,26 +190,33 @@ def build(params, name: str, classes: int, seed: int):
         model = am.AdaPaDNet(net, maps, "sequential")
         ranks = {m: r for m in mods}
         return model, am.sequential_stage_hook(model, r, steps), None, lambda: {"ranks": ranks, "size": method.adapter_size(shapes, ranks)}
-    if name == "adapad":
+    if name in ("adapad", "adapad_max"):
         a = params["adapad"]
         maps = am.attach(net, mods, a["max_rank"], seed, active=a["init_rank"], candidate=True)
         model = am.AdaPaDNet(net, maps)
         cost = {m: shapes[m][0] + shapes[m][1] for m in mods}
-        budget = budget_params(params, shapes)
+        top = name == "adapad_max"
+        budget = budget_params(params, shapes, a["max_rank"] if top else a["budget_rank"])
+        # adapad_max grows often enough to reach the cap within the window (check_config), so only
+        # the importance stop can leave it below the cap
+        every = growth_every_max(a, steps, len(mods)) if top else a["grow_every"]
         grow = am.RankGrowth(model, budget, a["max_rank"], round(a["grow_start"] * steps), round(a["grow_end"] * steps),
-                             a["grow_every"], beta=a["beta"], min_ratio=a["min_ratio"], cost=cost)
+                             every, beta=a["beta"], min_ratio=a["min_ratio"], cost=cost)
 
         def report():
             ranks = model.ranks()
             return {"ranks": ranks, "size": method.adapter_size(shapes, ranks), "budget_params": budget,
-                    "events": grow.events}
+                    "events": grow.events, "stops": len(grow.stops),
+                    "first_stop": grow.stops[0]["step"] if grow.stops else None}
         return model, grow, lambda n: n.correction(), report
     raise KeyError(f"config key '{P}.methods': unknown method '{name}'")
 
 
-def budget_params(params, shapes) -> int:
-    """AdaPaD's shared budget: the parameters of fixed-rank LoRA at adapad.budget_rank on every map."""
-    r = params["adapad"]["budget_rank"]
+def budget_params(params, shapes, rank: int | None = None) -> int:
+    """AdaPaD's shared budget: the parameters of fixed-rank LoRA at `rank` (default
+    adapad.budget_rank) on every map. `adapad_max` takes adapad.max_rank: the budget is then the
+    per-map rank cap itself, and only the importance stop can end growth below it."""
+    r = params["adapad"]["budget_rank"] if rank is None else rank
     return method.adapter_size(shapes, {m: r for m in shapes})
 
 
@@ -268,9 +287,9 @@ def train(params, inputs, out: Path):
 
 
 # ---------------------------------------------------------------- figures
-COLOURS = {"adapad": "#d62728", "parallel": "#ff7f0e", "sequential": "#1f77b4", "adalora": "#2ca02c",
+COLOURS = {"adapad": "#d62728", "adapad_max": "#9467bd", "parallel": "#ff7f0e", "sequential": "#1f77b4", "adalora": "#2ca02c",
            "lora_r2": "#c7c7c7", "lora_r4": "#7f7f7f", "lora_r8": "#383838"}
-LABELS = {"adapad": "AdaPaD", "parallel": "parallel deflation", "sequential": "sequential deflation",
+LABELS = {"adapad": "AdaPaD", "adapad_max": "AdaPaD (budget: max rank)", "parallel": "parallel deflation", "sequential": "sequential deflation",
           "adalora": "AdaLoRA (peft)"}
 
 
@@ -285,6 +304,7 @@ def _log10(x):
 def claims_summary(mech: dict, runs: dict, params: dict) -> dict:
     """Per-seed numbers the claims need (claims.claim_rows)."""
     m = mech["settings"]
+    r = len(m["spectrum"])
     seeds = [mech["seeds"][k] for k in sorted(mech["seeds"], key=int)]
     ratios, r2s, r2_min = [], [], []
     for s in seeds:
@@ -301,6 +321,13 @@ def claims_summary(mech: dict, runs: dict, params: dict) -> dict:
         "log10_final_adapad": [_log10(max(s["adapad"]["final_algorithmic"])) for s in seeds],
         "log10_final_parallel": [_log10(max(s["parallel"]["final_algorithmic"])) for s in seeds],
         "log10_final_sequential": [_log10(max(s["sequential"]["final_algorithmic"])) for s in seeds],
+        # matched compute (absent in runs made before these were recorded)
+        "log10_final_sequential_long": [_log10(max(s["matched"]["sequential"]["final_algorithmic"]))
+                                        for s in seeds if "matched" in s],
+        "log10_final_parallel_short": [_log10(max(s["matched"]["parallel"]["final_algorithmic"]))
+                                       for s in seeds if "matched" in s],
+        "worker_steps": {"parallel": r * m["rounds"], "sequential": m["rounds"],
+                         "sequential_long": r * m["rounds"], "parallel_short": r * (m["rounds"] // r)},
         "frozen_change": max(max(s["sequential"]["frozen_change"]) for s in seeds),
         "rate_ratio": ratios, "min_r2": float(min(r2s)) if r2s else float("nan"), "min_r2_per_seed": r2_min,
         "warmup_no_advance": [float(np.mean(s["advance_sweep"][base_adv]["warmup"][1:])) for s in seeds],
@@ -312,9 +339,11 @@ def claims_summary(mech: dict, runs: dict, params: dict) -> dict:
     acc = {name: [runs[t][s]["runs"][name]["accuracy"] for t, s in pairs] for name in params["methods"]}
     size = {name: [runs[t][s]["runs"][name]["size"] for t, s in pairs] for name in params["methods"]}
     finetune = {"replicates": len(pairs), "tasks": sorted(runs), "pairs": [[t, s] for t, s in pairs], "reference": ref,
+                "max_reference": f"lora_r{params['adapad']['max_rank']}",
                 "margin": params["compare"]["margin"],
                 "accuracy": acc, "size": size,
-                "size_reduction": [1 - a / b for a, b in zip(size.get("adapad", []), size.get(ref, []))]}
+                "size_reduction": [1 - a / b for a, b in zip(size.get("adapad_max", []),
+                                                             size.get(f"lora_r{params['adapad']['max_rank']}", []))]}
     return {"mechanism": mechanism, "finetune": finetune}
 
 
@@ -330,9 +359,16 @@ def fixed_records(params) -> list:
     if "adapad" in methods:
         out.append(core_tuning.fixed("adapad", "budget_rank", a["budget_rank"],
                                      f"matched budget: the parameters of LoRA r = {a['budget_rank']} on every map"))
-        out.append(core_tuning.fixed("adapad", "growth", f"max rank {a['max_rank']}, every {a['grow_every']} steps from "
-                                     f"{a['grow_start']:g} to {a['grow_end']:g} of training, beta {a['beta']:g}",
-                                     "the paper's growth schedule scaled to the step budget"))
+    if "adapad_max" in methods:
+        out.append(core_tuning.fixed("adapad_max", "budget_rank", a["max_rank"],
+                                     f"the per-map cap: the parameters of LoRA r = {a['max_rank']} on every map"))
+    for name in ("adapad", "adapad_max"):
+        if name in methods:
+            every = growth_every_max(a, f["steps"], len(f["modules"])) if name == "adapad_max" else a["grow_every"]
+            out.append(core_tuning.fixed(name, "growth", f"max rank {a['max_rank']}, every {every} steps from "
+                                         f"{a['grow_start']:g} to {a['grow_end']:g} of training, beta {a['beta']:g}, "
+                                         f"stop below {a['min_ratio']:g} x the active components' mean importance",
+                                         "the paper's growth schedule scaled to the step budget"))
     if "adalora" in methods:
         out.append(core_tuning.fixed("adalora", "budget", f"init_r {al['init_r']} -> target_r {al['target_r']}, "
                                      f"tinit {al['tinit']:g}, tfinal {al['tfinal']:g}, orth_reg {al['orth_reg_weight']:g}",
@@ -424,14 +460,15 @@ def figures(params, inputs, out: Path):
     # 5. rank distribution over maps (an output of AdaPaD and AdaLoRA)
     mods = params["finetune"]["modules"]
     fig, axes = plotting.figure(ncols=len(tasks_), width=4.6, height=3.8)
-    width = 0.8 / 3
+    shown = ("adapad", "adalora", f"lora_r{params['compare']['reference_rank']}", "adapad_max")
+    width = 0.8 / len(shown)
     for col, task in enumerate(tasks_):
         ax = axes[0, col]
-        for i, name in enumerate(("adapad", "adalora", f"lora_r{params['compare']['reference_rank']}")):
+        for i, name in enumerate(shown):
             if name not in params["methods"]:
                 continue
             ranks = [[runs[task][s]["runs"][name]["ranks"].get(mm, 0) for mm in mods] for s in runs[task]]
-            ax.bar(np.arange(len(mods)) + (i - 1) * width, np.mean(ranks, 0), width, yerr=np.std(ranks, 0),
+            ax.bar(np.arange(len(mods)) + (i - (len(shown) - 1) / 2) * width, np.mean(ranks, 0), width, yerr=np.std(ranks, 0),
                    color=COLOURS.get(name, "#000000"), label=_label(name))
         ax.set_xticks(np.arange(len(mods)))
         ax.set_xticklabels(mods, fontsize=7)
@@ -454,6 +491,10 @@ def figures(params, inputs, out: Path):
     for k, label in (("log10_final_adapad", "log10 final max component error, AdaPaD"),
                      ("log10_final_parallel", "log10 final max component error, parallel deflation"),
                      ("log10_final_sequential", "log10 final max component error, sequential deflation"),
+                     ("log10_final_parallel_short", f"log10 final max component error, parallel deflation, "
+                                                    f"{m['rounds'] // r} rounds (matched worker-steps)"),
+                     ("log10_final_sequential_long", f"log10 final max component error, sequential deflation, "
+                                                     f"stages of {m['rounds']} rounds (matched steps per component)"),
                      ("rate_ratio", "fitted / predicted decay rate (smallest over components)"),
                      ("warmup_no_advance", f"warm-up rounds, advance {min(m['advance_sweep'])}"),
                      ("warmup_advance", f"warm-up rounds, advance {m['advance']}")):
@@ -468,4 +509,9 @@ def figures(params, inputs, out: Path):
                             (f"adapter parameters, {_label(name)}", sizes)):
                 mean, sd = claims.mean_std(vals)
                 rows.append({"quantity": q, "task": task, "mean": _sig(mean), "std": _sig(sd), "replicates": len(vals)})
+            if name.startswith("adapad"):
+                stops = [runs[task][s]["runs"][name].get("stops", 0) for s in runs[task]]
+                mean, sd = claims.mean_std(stops)
+                rows.append({"quantity": f"growth steps held back by the importance stop, {_label(name)}", "task": task,
+                             "mean": _sig(mean), "std": _sig(sd), "replicates": len(stops)})
     return claims.write_tables(out, rows, claim_rows(summary, scale))
