@@ -5,6 +5,8 @@ stay untested."""
 
 from __future__ import annotations
 
+import pytest
+
 from neurips26.papers.adaprelora.claims import claim_rows
 
 BASES = ("adamw", "loraplus", "scaled_adamw", "lora_pro", "adafactor_proj")
@@ -105,3 +107,62 @@ def test_both_sides_at_the_same_floor_is_untested_not_competitive():
     t["scores"]["adaprelora"] = [0.0, 0.0, 0.0]
     t["scores"]["scaled_adamw"] = [0.0, 0.0, 0.0]
     assert by_id(claim_rows(s, "default"))["gen_competitive_scaled_adamw"]["reproduced"] == "untested"
+
+
+def _measured_peak(method: str, block: dict, data) -> int:
+    """Peak bytes of step 2 of the topic_sentiment classifier at the default LoRA settings;
+    `full_adamw`: every parameter trainable, AdamW (a full fine-tune)."""
+    import torch
+
+    from neurips26.papers.adaprelora import runner
+    from neurips26.papers.lora_harness import memory, train
+
+    torch.manual_seed(0)
+    net = runner.build_net("topic_sentiment", data, "full_adafactor" if method == "full_adamw" else method, block, 0, {})
+    if method == "full_adamw":
+        for p in net.parameters():
+            p.requires_grad_(True)
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    else:
+        opt = runner.make_optimizer(method, 0.01, block)(net)
+
+    def step(s):
+        opt.zero_grad()
+        train.loss_on(net, data, train.batch_rows(train.task_size(data), 32, 0, s)).backward()
+        opt.step()
+    step(0)
+    step(1)
+    return memory.peak_step_bytes(lambda: step(2))[0]
+
+
+def test_a_full_fine_tune_fails_the_peak_row_and_lora_pro_fails_its_null(root):
+    """Measured peaks of the real classifier through the rows: the W-sized state of a full fine-tune
+    (and of LoRA-Pro) shows in the peak, AdaPreLoRA's does not."""
+    import yaml
+
+    from neurips26.papers.adaprelora import runner
+
+    block = yaml.safe_load((root / "config" / "config.yaml").read_text())["adaprelora"]
+    block["classification"] = {**block["classification"], "n_train": 64, "n_test": 16}
+    data = runner.load_task("topic_sentiment", block, 0, {})
+    peaks = {m: _measured_peak(m, block, data) for m in ("adamw", "adaprelora", "lora_pro", "full_adamw")}
+    s = _summary(True)
+    for t in s["tasks"].values():
+        t["peak_bytes_seeds"] = {m: [peaks[m]] * 3 for m in peaks}
+    rows = by_id(claim_rows(s, "default"))
+    assert rows["peak_null_lora_pro"]["reproduced"] == "no"
+    assert rows["peak_lora_level"]["reproduced"] == "yes"
+    for t in s["tasks"].values():
+        t["peak_bytes_seeds"]["adaprelora"] = t["peak_bytes_seeds"]["full_adamw"]
+    assert by_id(claim_rows(s, "default"))["peak_lora_level"]["reproduced"] == "no"
+
+
+def test_data_to_text_improves_row_reads_bleu_not_the_rouge_items():
+    """The per-item ROUGE-L scores sit beside per-seed BLEU in a run; the row's effect is the BLEU gap."""
+    s = _summary(True)
+    t = s["tasks"]["data_to_text"]
+    t["items"] = {m: [[0.1] * 10 for _ in range(3)] for m in t["scores"]}
+    t["items"]["adaprelora"] = [[0.9] * 10 for _ in range(3)]          # ROUGE-L items far above
+    row = by_id(claim_rows(s, "default"))["gen_improves"]
+    gap = sum(a - b for a, b in zip(t["scores"]["adaprelora"], t["scores"]["loraplus"])) / 3
+    assert float(row["effect"]) == pytest.approx(gap, rel=1e-3)

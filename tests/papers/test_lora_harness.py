@@ -1,5 +1,6 @@
 """The LoRA fine-tuning harness (`neurips26.papers.lora_harness`) against independent references:
-memory counts against hand counts, the pair encoding against the full Hugging Face encoder,
+memory counts against hand counts and against the bytes of the parameters, gradients and optimizer
+state counted from the objects, the pair encoding against the full Hugging Face encoder,
 the LM loss against a hand-written target-only cross-entropy, peft's adapted Linear against
 W0 x + s B A x, and the training loop's determinism and checkpoint reuse."""
 
@@ -40,6 +41,65 @@ def test_tracker_sees_backward_and_optimizer_state_is_counted():
     assert peak >= 3 * params
     # AdamW's state: exp_avg and exp_avg_sq of every parameter and a float32 step count each
     assert memory.optimizer_state_bytes(opt) == 2 * params + 2 * 4
+
+
+def _resident_bytes(net, opt) -> int:
+    """Parameters (frozen and trainable), gradients and optimizer state, counted from the objects."""
+    params = sum(p.numel() * p.element_size() for p in net.parameters())
+    grads = sum(p.grad.numel() * p.grad.element_size() for p in net.parameters() if p.grad is not None)
+    state = sum(v.numel() * v.element_size() for s in opt.state.values() for v in s.values() if torch.is_tensor(v))
+    return params + grads + state
+
+
+def test_peak_holds_the_resident_parameters_gradients_and_state_not_the_data():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(300, 200, bias=False), torch.nn.Linear(200, 100, bias=False))
+    net[1].weight.requires_grad_(False)                  # a frozen base matrix: resident, never updated
+    data = torch.randn(5000, 300)                        # 6 MB training set, only read by the step
+    opt = torch.optim.AdamW([net[0].weight], lr=1e-3)
+
+    def step(i):
+        opt.zero_grad()
+        net(data[i:i + 1]).square().sum().backward()
+        opt.step()
+    step(0)
+    step(1)                                              # the state exists before the measured step
+    peak, kind = memory.peak_step_bytes(lambda: step(2))
+    resident = _resident_bytes(net, opt)
+    trainable = 300 * 200 * 4
+    assert kind == "tracked_tensors"
+    # the old count (storages created inside the step) read the gradient and AdamW's temporaries only
+    assert peak >= resident
+    # above it: the step's transients (AdamW's denominator, one parameter's size; 1-row activations)
+    assert peak <= resident + trainable + 8 * 4 * 300
+    assert peak < data.numel() * 4
+
+
+def test_peak_of_a_full_fine_tune_exceeds_a_lora_fine_tune_by_its_w_sized_state():
+    def measure(full: bool):
+        torch.manual_seed(0)
+        net = torch.nn.Linear(256, 256, bias=False)
+        net.weight.requires_grad_(full)
+        params = [net.weight]
+        if not full:
+            A = torch.nn.Parameter(torch.randn(4, 256) * 0.01)
+            B = torch.nn.Parameter(torch.zeros(256, 4))
+            params = [A, B]
+        opt = torch.optim.AdamW(params, lr=1e-3)
+        x = torch.randn(2, 256)
+
+        def step():
+            opt.zero_grad()
+            y = net(x) if full else net(x) + x @ A.T @ B.T
+            y.square().sum().backward()
+            opt.step()
+        step()
+        return memory.peak_step_bytes(step)[0]
+    w = 256 * 256 * 4
+    lora, full = measure(False), measure(True)
+    # the full fine-tune adds W's gradient and AdamW's two W-sized moments (and a W-sized temporary)
+    assert full - lora >= 3 * w - 2 * 256 * 8 * 4
+    assert full / lora > 1.1
 
 
 def test_paraphrase_pairs_are_seeded_and_balanced():

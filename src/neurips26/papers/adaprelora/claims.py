@@ -60,7 +60,7 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
                          "tiny lm_assets model on generated records"),
             ("llm_7b", "needs 7B models on GPUs; the default run uses MiniLM's last layer on generated classification tasks"),
             ("diffusion", "no diffusion model or personalization data in this workflow"),
-            ("peak_7b", "CPU runs measure tracked tensors of one step on small layers, where activations dominate")):
+            ("peak_7b", "CPU runs measure the tracked tensors of one step of small layers; 7B models need GPUs")):
         sheet.untested(i, reason)
     return sheet.rows()
 
@@ -147,7 +147,8 @@ def _memory(sheet: claims.Sheet, tasks: dict) -> None:
         if ratios is None:
             sheet.untested(id, f"no per-seed {key.replace('_', ' ')} for {num} and adamw")
             continue
-        how = how or ("peak of step 2 (forward, backward, optimizer step): "
+        how = how or ("peak of step 2 (forward, backward, optimizer step), the parameters and optimizer state alive "
+                      "before it included (lora_harness.memory): "
                       + ", ".join(sorted({t["peak_kind"] for t in tasks.values()})))
         sheet.target(id, values=ratios, how=how)
 

@@ -155,7 +155,9 @@ def run(task: str, data, method: str, lr: float, block: dict, seed: int, inputs:
     if torch.cuda.is_available():
         net = net.cuda()
     fit = train.finetune(net, data, make, steps=steps, batch_size=c["batch_size"], seed=seed, out=out,
-                         key={**key, "method": method, "lr": lr, "task": task, "damping": damping},
+                         # "peak": what the step's peak counts (a checkpoint of an older count is not reused)
+                         key={**key, "method": method, "lr": lr, "task": task, "damping": damping,
+                              "peak": "resident parameters and optimizer state, gradients, step tensors"},
                          schedule=o["schedule"],
                          warmup=o["warmup"], after_step=after_step)
     scores = train.evaluate(net, data)
