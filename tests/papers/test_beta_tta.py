@@ -136,6 +136,97 @@ def test_lame_without_edges_returns_the_api_probabilities_and_matches_a_brute_fo
     np.testing.assert_allclose(z, ref / ref.sum(1, keepdims=True), atol=1e-9)
 
 
+def test_lame_window_refines_the_last_batch_with_the_cached_answers_before_it():
+    """One batch: LAME on that batch. Several: the last batch's rows of LAME on their concatenation,
+    checked against a brute-force fixed point on the joint graph (brute-force kNN by sorting)."""
+    rng = np.random.default_rng(1)
+    batches = [rng.dirichlet(np.ones(4), size=6) for _ in range(3)]
+    alone = baselines.lame(batches[-1], baselines.knn_affinity(np.sqrt(batches[-1]), 2))
+    np.testing.assert_allclose(baselines.lame_window(batches[-1:], 2), alone, atol=1e-12)
+    p = np.concatenate(batches)
+    f = np.sqrt(p) / np.linalg.norm(np.sqrt(p), axis=1, keepdims=True)
+    w = np.zeros((18, 18))
+    for i in range(18):
+        order = [j for j in np.argsort(-(f @ f[i]), kind="stable") if j != i]
+        w[i, order[:2]] = 1
+    w = np.maximum(w, w.T)
+    z = baselines.lame_window(batches, 2, iterations=500)
+    assert z.shape == (6, 4)
+    zz = baselines.lame(p, baselines.knn_affinity(np.sqrt(p), 2), iterations=500, tol=1e-14)
+    logits = np.log(p) + w @ zz
+    ref = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(z, (ref / ref.sum(1, keepdims=True))[12:], atol=1e-6)
+
+
+def test_lame_window_in_the_stream_uses_no_extra_query_and_window_one_is_plain_lame(images):
+    from neurips26.papers.beta_tta import steps
+
+    net = _net()
+    x = torch.as_tensor(images[0][:32])
+    params = {"shift": {"batch_size": 8}, "api": {"latency_per_call_s": 0, "latency_per_image_s": 0,
+                                                 "price_per_1k_queries": 0},
+              "lame": {"knn": 3, "iterations": 50}}
+    api = BlackBoxAPI(net)
+    probs = [api.predict(x[i:i + 8]) for i in range(0, 32, 8)]
+    plain = np.concatenate([baselines.lame(q, baselines.knn_affinity(np.sqrt(q), 3), 50).argmax(1) for q in probs])
+    r1 = steps.run_method("lame", params, net, None, x, 0, tuned={"lame": {"window": 1}})
+    np.testing.assert_array_equal(r1["pred"].numpy(), plain)
+    r4 = steps.run_method("lame", params, net, None, x, 0, tuned={"lame": {"window": 4}})
+    joint = np.concatenate([baselines.lame_window(probs[max(0, k - 3):k + 1], 3, 50).argmax(1) for k in range(4)])
+    np.testing.assert_array_equal(r4["pred"].numpy(), joint)
+    assert r4["api_queries"] == 32 and r4["api_calls"] == 4
+    assert "window" in steps.knobs({"tune": {"knn": [1, 2]}, "shift": {"batch_size": 8}}, "lame")
+
+
+def test_the_api_measures_its_model_forward_time_and_the_client_time_excludes_it(images):
+    """The API's model time is CPU time inside its forward pass: it grows with the images sent and
+    resets with the counters; a method's client time is the rest of the job's CPU time."""
+    import time
+
+    from neurips26.papers.beta_tta import steps
+
+    torch.manual_seed(0)
+    big = models.build({"patch": 4, "dim": 64, "depth": 2, "heads": 2, "mlp_ratio": 2.0}, 32, 10).eval()
+    api = BlackBoxAPI(big)
+    x = torch.as_tensor(images[0])
+    start = time.process_time()
+    for _ in range(5):
+        api.predict(x)
+    total = time.process_time() - start
+    assert 0 < api.model_seconds <= total + 1e-6
+    api.reset_counters()
+    assert api.model_seconds == 0.0
+    params = {"shift": {"batch_size": 8}, "api": {"latency_per_call_s": 0, "latency_per_image_s": 0,
+                                                 "price_per_1k_queries": 0}}
+    r = steps.run_method("source", params, big, None, x, 0)
+    assert r["api_model_seconds"] > 0 and r["client_seconds"] >= 0
+    # the source method does nothing but call the API: its client time is a small part
+    assert r["client_seconds"] < r["api_model_seconds"]
+
+
+def test_summarise_counts_the_updates_a_stream_allows():
+    """7 batches of 16 in a 112-image stream: 7 optimiser updates (the rows need 100)."""
+    from neurips26.papers.beta_tta import steps
+
+    net = _net()
+    x = torch.as_tensor(shapes(112, 32, seed=5)[0])
+    params = {"shift": {"batch_size": 16}, "api": {"latency_per_call_s": 0, "latency_per_image_s": 0,
+                                                  "price_per_1k_queries": 0},
+              "zoo": {"budgets": [5], "optimizers": ["spsa"], "cma_popsize": 10}}
+    for batch, updates in ((16, 7), (8, 14)):
+        params["shift"]["batch_size"] = batch
+        r = steps.run_method("source", params, net, None, x, 0)
+        cell = {"accuracy": 0.5, "correct": "1" * 56 + "0" * 56, "api_queries_per_sample": r["api_queries"] / 112,
+                "api_calls": r["api_calls"], "simulated_api_latency_per_sample_s": 0.0,
+                "whitebox_evaluations_per_sample": 0.0}
+        tent = {**cell, "api_queries_per_sample": 0, "api_calls": 0}
+        run = {"methods": ["tent", "source"], "cells": {"c/5": {"source": cell, "tent": tent}}, "train": {}}
+        timing = {m: {"client_seconds_per_sample": 1e-4, "api_model_seconds_per_sample": 2e-3} for m in ("source", "tent")}
+        dom = steps.summarise({"v": [run]}, {"v": [timing]}, {"api": {}, "zoo": params["zoo"]})["v"]
+        assert (dom["stream_length"], dom["updates_per_stream"]) == (112, updates)
+        assert dom["methods"]["source"]["api_model_seconds_per_sample_seeds"] == [2e-3]
+
+
 # ---------------------------------------------------------------- TENT
 def test_tent_updates_only_normalisation_parameters(images):
     net = _net()
@@ -264,3 +355,21 @@ def test_check_config_names_the_key():
     for key in ("run_variants", "methods: unknown method 'beta_nothing'", "methods: unknown method 'warp'",
                 "beta_ablations.x", "shift.corruptions", "zoo.budgets", "variants.a.source.patch", "variants.a.source.dim"):
         assert key in problems, key
+
+
+def test_lames_window_at_one_is_its_natural_lower_end_not_a_cap():
+    from neurips26.core import tuning
+    from neurips26.papers.beta_tta import steps
+
+    # the search stops at the bound 1 and records the low edge; window = 1 is plain LAME
+    _, recs = tuning.search(lambda window: -window, {"window": steps.LAME_WINDOWS}, method="lame", integer=["window"],
+                            bounds={"window": (1, None)})
+    (rec,) = recs
+    assert rec.status == "capped" and rec.chosen == 1
+    fixed = steps._natural_window_end(rec)
+    assert fixed.status == "tuned" and fixed.edge == "low" and "natural lower end" in fixed.note
+    assert tuning.capped_note([fixed], "lame") == ""
+    # another knob on an edge, or the window on its high edge, stays capped
+    _, (high,) = tuning.search(lambda window: window, {"window": steps.LAME_WINDOWS}, method="lame", integer=["window"],
+                               bounds={"window": (1, None)}, extensions=1)
+    assert steps._natural_window_end(high).status == "capped"

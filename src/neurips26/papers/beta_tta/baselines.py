@@ -3,7 +3,8 @@
 - source: argmax p_a(x), the API unadapted (one query per image).
 - LAME (Boudiaf et al., 2022), output-only: z_i ∝ p_i * exp(sum_j W_ij z_j), iterated to a fixed
   point, W the symmetric k-nearest-neighbour affinity of the batch. A black box gives no
-  features: the affinity is computed on the API's probability vectors (sqrt p, cosine).
+  features: the affinity is computed on the API's probability vectors (sqrt p, cosine), over the
+  current batch and the cached answers of the `window` - 1 batches before it (tuned).
 - TENT (Wang et al., 2021), white-box: entropy of the model's own prediction, one Adam step per
   batch on the LayerNorm affine parameters of a copy of the source model; the prediction is that
   of the forward pass before the step (TENT's protocol).
@@ -60,6 +61,14 @@ def lame(probs: np.ndarray, affinity: np.ndarray, iterations: int = 100, tol: fl
             break
         z = z_new
     return z
+
+
+def lame_window(batches: list[np.ndarray], knn: int, iterations: int = 100) -> np.ndarray:
+    """LAME on the API answers of the last batches (oldest first), kNN affinity on sqrt p; the
+    refined assignments of the last batch only."""
+    p = np.concatenate(batches)
+    z = lame(p, knn_affinity(np.sqrt(p), knn), iterations)
+    return z[len(p) - len(batches[-1]):]
 
 
 # ---------------------------------------------------------------- TENT
