@@ -60,6 +60,11 @@ def _evaluate(model, tok, task_data: dict, general: list[str], batch: int, tasks
     return out
 
 
+def cloze_chance(items: list[dict]) -> float:
+    """Expected accuracy of a uniform guess over each question's choices (the cloze's floor)."""
+    return float(np.mean([1.0 / len(it["choices"]) for it in items])) if items else float("nan")
+
+
 def _subset(items: list, n: int, rng: np.random.Generator) -> list:
     """n of `items`, drawn without replacement in their file order: each seed evaluates its own subset."""
     if n >= len(items):
@@ -207,6 +212,7 @@ def run(params, inputs, out: Path):
               f"{time.perf_counter() - started:.0f} s", flush=True)
     shutil.rmtree(out / "lora_work", ignore_errors=True)
     metrics = {"seed": seed, "tasks": {t: task_data[t]["kind"] for t in tasks}, "records": records,
+               "cloze_chance": {t: cloze_chance(task_data[t]["cloze"]) for t in tasks},
                "shared_vocabulary": shared_vocab, "layer_coupling": dependence,
                "general_task": params["data"]["general_task"]}
     io.write_json(out / "metrics.json", metrics)
@@ -310,8 +316,12 @@ def claims_summary(runs: list[dict], params: dict) -> dict:
         items = [_group_items(recs, "general_nll", "general_tokens") for recs in seeds]
         entry["general_items"] = None if any(i is None for i in items) else items
         methods[m] = entry
+    # chance per seed and group: the mean over the group's tasks of the drawn questions' guess rate
+    chance = {g: [float(np.mean([r["cloze_chance"][t] for t in tasks])) if "cloze_chance" in r else None
+                  for r in runs] for g, tasks in groups.items()}
     return {"methods": methods, "groups": groups, "general_tolerance": params["general_tolerance"],
-            "holds_fixed": "the source and target models (one pretrained pair)"}
+            "cloze_chance": chance,
+            "holds_fixed": "the source and target models (one pretrained pair: n_pairs = 1)"}
 
 
 def figures(params, inputs, out: Path):
