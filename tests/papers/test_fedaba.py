@@ -6,7 +6,7 @@ import torch
 from neurips26.papers.fed_harness.aggregators import AGGREGATORS
 from neurips26.papers.fedaba import linalg
 from neurips26.papers.fedaba.baselines import FlexLoRA, HetLoRA, ZeroPadFedIT
-from neurips26.papers.fedaba.method import CAFD, FedAbA
+from neurips26.papers.fedaba.method import CAFD, FedAbA, FedAbAProjection, FedAbASVDGauge
 
 M, N = 24, 18
 
@@ -31,7 +31,7 @@ ALL = [FedAbA, CAFD, FlexLoRA, HetLoRA, ZeroPadFedIT]
 
 
 def test_registered_in_the_harness():
-    for name in ("fedaba", "fedaba_svd", "cafd", "hetlora", "flexlora"):
+    for name in ("fedaba", "fedaba_svd", "fedaba_proj", "cafd", "hetlora", "flexlora"):
         assert AGGREGATORS[name]().name == name
 
 
@@ -260,3 +260,62 @@ def test_recorder_measures_the_dispatched_prefix_and_config_checks():
     assert any(p.startswith("claims.alpha") for p in problems)
     assert any(p.startswith("aggregators") for p in problems)
     assert any("unknown 'nonesuch'" in p for p in problems)
+
+
+def _dense_weights(B, A, sizes, ranks, ref, floor=0.05):
+    """Consistency weights from the dense updates: c_i = ||P_i^T dW_i||^2 / ||dW_i||^2, w_i ~ n_i max(c_i, floor)."""
+    raw = []
+    for b, a, r, n in zip(B, A, ranks, sizes):
+        W, P = b @ a, ref[:, :r]
+        raw.append(n * max(float((P.T @ W).pow(2).sum() / W.pow(2).sum()), floor))
+    return [x / sum(raw) for x in raw]
+
+
+def test_the_three_gauge_readings_against_dense_references():
+    """Second round, with a reference basis from the first. Full rotation: the rank-R product is the
+    truncation of sum_i w_i dW_i (the reconstruction is an identity) and the rank-r client gets the part
+    of it inside the rotated basis' prefix, which is not its top-r singular part. Order-preserving gauge:
+    the rank-r client gets the top-r singular part (dense SVD). Lossy prefix projection: the aggregate
+    is the truncation of sum_i w_i P_i P_i^T dW_i, and the rank-r client gets its top-r part."""
+    ranks, sizes = [2, 4, 8], [3, 2, 1]
+    B0, A0 = _clients(ranks, seed=20)
+    B, A = _clients(ranks, seed=21)
+    out = {}
+    for cls in (FedAbA, FedAbASVDGauge, FedAbAProjection):
+        st = {}
+        cls()(B0, A0, sizes, ranks, st)
+        ref = st["U_ref"].clone()
+        out[cls.name] = (cls()(B, A, sizes, ranks, st), ref)
+    ref = out["fedaba_svd"][1]
+    torch.testing.assert_close(ref, out["fedaba_proj"][1])
+    w = _dense_weights(B, A, sizes, ranks, ref)
+    W = sum(wi * b @ a for wi, b, a in zip(w, B, A))
+    U, S, Vh = torch.linalg.svd(W)
+    top = lambda r: U[:, :r] @ torch.diag(S[:r]) @ Vh[:r]  # noqa: E731
+    for name in ("fedaba", "fedaba_svd"):
+        torch.testing.assert_close(_products(out[name][0])[-1], top(8), rtol=1e-8, atol=1e-8)
+    for r, p in zip(ranks, _products(out["fedaba_svd"][0])):
+        torch.testing.assert_close(p, top(r), rtol=1e-8, atol=1e-8)
+    rot_low = _products(out["fedaba"][0])[0]
+    assert float(torch.linalg.matrix_norm(rot_low - top(2))) > 1e-3 * float(torch.linalg.matrix_norm(top(2)))
+    assert float(torch.linalg.matrix_norm(rot_low)) < float(torch.linalg.matrix_norm(top(2)))  # less energy than top-2
+    Wp = sum(wi * ref[:, :r] @ ref[:, :r].T @ b @ a for wi, r, b, a in zip(w, ranks, B, A))
+    Up, Sp, Vph = torch.linalg.svd(Wp)
+    for r, p in zip(ranks, _products(out["fedaba_proj"][0])):
+        torch.testing.assert_close(p, Up[:, :r] @ torch.diag(Sp[:r]) @ Vph[:r], rtol=1e-8, atol=1e-8)
+    assert float(torch.linalg.matrix_norm(Wp - W)) > 1e-3 * float(torch.linalg.matrix_norm(W))  # lossy
+
+
+def test_projection_reading_is_exact_without_a_reference_and_drops_what_leaves_the_prefix():
+    ranks = [2, 4]
+    B, A = _clients(ranks, seed=22)
+    first = FedAbAProjection()(B, A, [1, 1], ranks, {})
+    for p, q in zip(_products(first), _products(FedAbASVDGauge()(B, A, [1, 1], ranks, {}))):
+        torch.testing.assert_close(p, q)
+    eye = torch.eye(M, dtype=torch.float64)
+    st = {"U_ref": eye[:, :4]}
+    b = [eye[:, 6:8], eye[:, :4]]  # client 0's update lies outside its prefix, client 1's inside
+    a = [torch.eye(N, dtype=torch.float64)[:2], torch.eye(N, dtype=torch.float64)[:4]]
+    d = FedAbAProjection()(b, a, [1, 1], [2, 4], st)
+    assert float(torch.linalg.matrix_norm(eye[:, 6:8].T @ _products(d)[1])) == pytest.approx(0, abs=1e-12)
+    assert st["history"][-1]["scores"] == pytest.approx([0.0, 1.0], abs=1e-12)

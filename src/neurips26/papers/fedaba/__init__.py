@@ -3,7 +3,7 @@
 TITLE = "FedAbA: basis-consistent federated LoRA with heterogeneous ranks"
 STEPS = ("tune", "train", "figures")
 
-_OURS = ("fedaba", "fedaba_svd", "cafd", "hetlora", "flexlora")
+_OURS = ("fedaba", "fedaba_svd", "fedaba_proj", "cafd", "hetlora", "flexlora")
 
 
 def check_config(block: dict) -> list[str]:

@@ -15,11 +15,18 @@ reference basis U_ref (m x R, R = max rank) from the previous round.
    w_i = n_i max(c_i, c_min)^beta / sum_j n_j max(c_j, c_min)^beta (first round: c_i = 1).
 5. Exact coefficient-space SVD refactorization of sum_i w_i U~_i C_i: QR of the stacked U~_i and of the
    stacked C_i^T, SVD of the small core (no dense m x n SVD); truncated to rank R.
-6. Gauge fixing of the global rank-R factorization (free up to B R, R^{-1} A): the rotation convention
-   rotates the top-R singular basis onto U_ref, O = polar(U^T U_ref), U' = U O, V' = V O, so column j
-   of the new basis is the direction of the new subspace that continues reference direction j; signs
-   agree with U_ref (linalg.gauge_fix); U' becomes the next U_ref. (`fedaba_svd`, the ablation, rotates
-   only inside near-degenerate singular groups and keeps the singular-value order.)
+6. Gauge fixing of the global rank-R factorization (free up to B R, R^-1 A). Three readings of
+   the abstract's "gauge fixing (sign/rotation convention)" run side by side, each its own aggregator
+   (declared in claims.yaml before their numbers were read):
+   - full rotation (`fedaba`): O = polar(U^T U_ref), U' = U O, V' = V O, so column j of the new basis
+     is the direction of the new subspace that continues reference direction j; the singular-value
+     order is given up, and a rank-r client receives the part closest to last round's prefix;
+   - order-preserving gauge (`fedaba_svd`): signs, and rotations only inside near-degenerate singular
+     groups (relative gap < rel_gap), so the rank-r prefix stays the top-r singular directions;
+   - lossy prefix projection (`fedaba_proj`): step 3 keeps only the part of each client's update
+     inside its reference prefix, dW^_i = P_i P_i^T dW_i (a lossy reconstruction; the first round,
+     with no reference, is exact), with the order-preserving gauge of step 6.
+   Signs agree with U_ref (linalg.gauge_fix); U' becomes the next U_ref.
 7. Rank-prefix dispatch: with the core K = U'^T Delta W V' (R x R) and D = |diag K|, the global factors
    are B = U' D^{1/2}, A = D^{-1/2} K V'^T (B A = the rank-R truncation exactly); client i receives the
    first r_i columns of B and rows of A, i.e. B_i A_i = U'_{:r_i} U'_{:r_i}^T Delta W_R.
@@ -49,6 +56,7 @@ class _PrefixDispatchLoop:
     name = "prefix_loop"
     align = True
     fix_gauge = True
+    project = False  # lossy prefix projection of each client's update (the `fedaba_proj` reading)
 
     def __init__(self, beta: float = 1.0, score_floor: float = 0.05, rel_gap: float = 1e-3,
                  rotate_to_reference: bool = True):
@@ -69,7 +77,10 @@ class _PrefixDispatchLoop:
                         O = linalg.polar(U.T @ P)
                         U, C = U @ O, O.T @ C
                     energy = float(C.pow(2).sum())
-                    score = float((P.T @ U @ C).pow(2).sum()) / energy if energy > 0 else 1.0
+                    inside = P.T @ U @ C  # coefficients of the update's part inside the prefix
+                    score = float(inside.pow(2).sum()) / energy if energy > 0 else 1.0
+                    if self.project:  # reconstruction P_i P_i^T dW_i: the part outside the prefix is dropped
+                        U, C = P, inside
             terms.append((U, C, score))
         return terms
 
@@ -124,9 +135,9 @@ class FedAbA(_PrefixDispatchLoop):
 
 @register("fedaba_svd")
 class FedAbASVDGauge(_PrefixDispatchLoop):
-    """FedAbA with the minimal gauge convention (ablation): rotations only inside near-degenerate
-    singular groups (relative gap < rel_gap), so the rank-r_i prefix stays the top-r_i singular
-    directions of the aggregate; alignment, consistency weights and signs as in FedAbA."""
+    """FedAbA, order-preserving gauge reading: rotations only inside near-degenerate singular groups
+    (relative gap < rel_gap), so the rank-r_i prefix stays the top-r_i singular directions of the
+    aggregate; alignment, consistency weights and signs as in FedAbA."""
 
     name = "fedaba_svd"
     align = True
@@ -135,6 +146,15 @@ class FedAbASVDGauge(_PrefixDispatchLoop):
     def __init__(self, beta: float = 1.0, score_floor: float = 0.05, rel_gap: float = 1e-3,
                  rotate_to_reference: bool = False):
         super().__init__(beta, score_floor, rel_gap, rotate_to_reference)
+
+
+@register("fedaba_proj")
+class FedAbAProjection(FedAbASVDGauge):
+    """FedAbA, lossy prefix projection reading: each client's update enters the aggregate as its part
+    inside the reference prefix, P_i P_i^T dW_i (exact in the first round); order-preserving gauge."""
+
+    name = "fedaba_proj"
+    project = True
 
 
 @register("cafd")

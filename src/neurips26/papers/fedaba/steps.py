@@ -210,10 +210,11 @@ def train(params: dict, inputs: dict, out: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- figures
 
-COLORS = {"fedaba": "#d62728", "fedaba_svd": "#e377c2", "cafd": "#9467bd", "flexlora": "#1f77b4", "hetlora": "#2ca02c",
+COLORS = {"fedaba": "#d62728", "fedaba_svd": "#e377c2", "fedaba_proj": "#bcbd22", "cafd": "#9467bd", "flexlora": "#1f77b4", "hetlora": "#2ca02c",
           "zero_padding": "#ff7f0e", "flora": "#8c564b"}
 LABELS = {**NAMES, "zero_padding": NAMES["zeropad"], "cafd": "no basis alignment (CAFD)",
-          "fedaba_svd": "FedAbA, SVD-order prefix (ablation)"}
+          "fedaba": "FedAbA, full rotation", "fedaba_svd": "FedAbA, order-preserving gauge",
+          "fedaba_proj": "FedAbA, lossy prefix projection"}
 
 
 def _load(folder: Path, variants, seeds) -> dict:
@@ -357,9 +358,10 @@ def figures(params: dict, inputs: dict, out: Path) -> list[Path]:
                 lm_rows.append(row)
                 key = "zeropad" if agg == "zero_padding" else agg
                 d = lm_summary.setdefault(v, {"low_rank": lo_v, "alpha": claim_alpha if claim_alpha in alphas_of[v]
-                                              else alphas_of[v][0], "acc": {}, "prefix": {}})
+                                              else alphas_of[v][0], "acc": {}, "acc_low": {}, "prefix": {}})
                 d["acc"].setdefault(a, {})[key] = series(v, a, agg, "acc")
                 d["prefix"].setdefault(a, {})[key] = series(v, a, agg, "prefix_by_rank", lo_v)
+                d["acc_low"].setdefault(a, {})[key] = series(v, a, agg, "acc_by_rank", lo_v)
     rows += lm_rows
     summary = {"strong": strong, "uniform": uniform, "alpha": claim_alpha, "low_rank": low, "lm": lm_summary,
                "acc": {}, "acc_low": {}, "prefix": {},

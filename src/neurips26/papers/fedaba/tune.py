@@ -9,12 +9,12 @@ of each client's balanced accuracy; the generative task: mean token accuracy) on
 examples of all clients. The tuning seed's test set is never drawn into a score.
 
 The learning rate is the one knob every aggregator has and the one a federated-LoRA comparison
-tunes: FedAbA, its ablations (CAFD, the SVD-order prefix) and every baseline get the same
+tunes: FedAbA's three gauge readings, its ablation CAFD and every baseline get the same
 log-spaced grid (`tune.grid`; generative profiles `tune.lm_grid`) and the same budget, extended
 by `tuning.search` while the best value sits on an edge. FedAbA's own knobs (`beta`,
 `score_floor`) and HetLoRA's weighting stay as the config fixes them (recorded `fixed`): no other
 aggregator has them, and tuning them would tune a method on more than the others. The strongest
-baseline (zero-padding FedIT, HetLoRA, FlexLoRA, FLoRA; the ablations are never candidates) is
+baseline (zero-padding FedIT, HetLoRA, FlexLoRA, FLoRA; FedAbA's readings and CAFD are never candidates) is
 the best of them by validation score at its tuned rate.
 """
 
@@ -30,14 +30,14 @@ from neurips26.papers.fed_harness.split import holdout, subset
 
 METRIC = {False: "mean client balanced accuracy", True: "mean client token accuracy (teacher-forced)"}
 BASELINES = ("zero_padding", "hetlora", "flexlora", "flora")   # the existing methods (strongest-baseline candidates)
-ABLATIONS = ("cafd", "fedaba_svd")                             # FedAbA's own code path without a part: never candidates
+ABLATIONS = ("cafd", "fedaba_svd", "fedaba_proj")              # FedAbA's readings and ablation: never candidates
 
 
 def fixed_records(settings: dict, aggregators, setting: str) -> list[tuning.Record]:
     out = []
     for a in aggregators:
         s = settings.get(a, {})
-        if a in ("fedaba", "fedaba_svd"):
+        if a in ("fedaba", "fedaba_svd", "fedaba_proj"):
             out.append(tuning.fixed(a, "beta", s.get("beta", 1.0), "the consistency weights' exponent, our reading's "
                                     "value set before any run; no baseline has it", setting))
             out.append(tuning.fixed(a, "score_floor", s.get("score_floor", 0.05), "the consistency score's floor c_min, "
