@@ -46,6 +46,19 @@ def test_a_bound_stops_the_extension_and_integers_stay_integers():
     assert rec.status == "capped" and "bound" in rec.note
 
 
+def test_a_declared_natural_end_is_tuned_and_any_other_edge_stays_capped():
+    end = {"n": (1, "n = 1 is the method itself")}
+    _, (low,) = tuning.search(lambda n: -n, {"n": [1, 2, 4]}, method="m", integer=["n"], bounds={"n": (1, None)},
+                              natural_ends=end)
+    assert low.status == "tuned" and low.edge == "low" and low.note == "n = 1 is the method itself"
+    # the same search without the declaration is a cap; the other edge is a cap with it
+    _, (plain,) = tuning.search(lambda n: -n, {"n": [1, 2, 4]}, method="m", integer=["n"], bounds={"n": (1, None)})
+    assert plain.status == "capped"
+    _, (high,) = tuning.search(lambda n: n, {"n": [1, 2, 4]}, method="m", integer=["n"], bounds={"n": (1, 8)},
+                               natural_ends=end)
+    assert high.status == "capped" and high.chosen == 8
+
+
 def test_search_matches_brute_force_on_random_unimodal_profiles():
     rng = np.random.default_rng(0)
     for _ in range(40):

@@ -361,15 +361,9 @@ def test_lames_window_at_one_is_its_natural_lower_end_not_a_cap():
     from neurips26.core import tuning
     from neurips26.papers.beta_tta import steps
 
-    # the search stops at the bound 1 and records the low edge; window = 1 is plain LAME
-    _, recs = tuning.search(lambda window: -window, {"window": steps.LAME_WINDOWS}, method="lame", integer=["window"],
-                            bounds={"window": (1, None)})
-    (rec,) = recs
-    assert rec.status == "capped" and rec.chosen == 1
-    fixed = steps._natural_window_end(rec)
-    assert fixed.status == "tuned" and fixed.edge == "low" and "natural lower end" in fixed.note
-    assert tuning.capped_note([fixed], "lame") == ""
-    # another knob on an edge, or the window on its high edge, stays capped
-    _, (high,) = tuning.search(lambda window: window, {"window": steps.LAME_WINDOWS}, method="lame", integer=["window"],
-                               bounds={"window": (1, None)}, extensions=1)
-    assert steps._natural_window_end(high).status == "capped"
+    # the window's grid starts at plain LAME, and the tune step declares it the natural end
+    assert steps.LAME_WINDOWS[0] == steps.LAME_PLAIN[0] == 1
+    _, (rec,) = tuning.search(lambda window: -window, {"window": steps.LAME_WINDOWS}, method="lame",
+                              integer=["window"], bounds={"window": (1, None)}, natural_ends={"window": steps.LAME_PLAIN})
+    assert rec.status == "tuned" and rec.edge == "low" and "natural lower end" in rec.note
+    assert tuning.capped_note([rec], "lame") == ""

@@ -154,11 +154,15 @@ def search(evaluate: Callable[..., float], grids: Mapping[str, Sequence[float]],
            setting: str = "", metric: str = "", maximize: bool = True, extensions: int = DEFAULT_EXTENSIONS,
            scale: Mapping[str, str] | str = "log", integer: Sequence[str] = (),
            bounds: Mapping[str, tuple] | None = None, seed: Any = "", split: str = "validation",
-           note: str = "", progress: Callable[[str], None] | None = None) -> tuple[dict, list[Record]]:
+           note: str = "", progress: Callable[[str], None] | None = None,
+           natural_ends: Mapping[str, tuple[float, str]] | None = None) -> tuple[dict, list[Record]]:
     """Tune the knobs in `grids` jointly for one method: `evaluate(**point)` returns the validation
     score of one point. Returns (the chosen point, one Record per knob). A knob with a one-point
     grid is recorded `fixed` (the paper's value, never extended). Each knob's record holds its
-    profile: the scores along that knob with the other knobs at their chosen values."""
+    profile: the scores along that knob with the other knobs at their chosen values.
+    `natural_ends`: knob -> (value, why) where the value is the end of the knob's domain that is the
+    method itself (nothing lies beyond it: LAME on its own batch, pooled PCA); a best there is
+    `tuned` with that note, not `capped` (a bound that is only a limit of the search stays a cap)."""
     names = list(grids)
     if not names:
         raise TuningError(f"{method}: no knob to tune")
@@ -207,6 +211,12 @@ def search(evaluate: Callable[..., float], grids: Mapping[str, Sequence[float]],
         side = "low" if best[i] == cur[k][0] else ("high" if best[i] == cur[k][-1] else "")
         ext = used[(k, "low")] + used[(k, "high")]
         why = ""
+        end = (natural_ends or {}).get(k)
+        if side and end is not None and best[i] == end[0]:
+            records.append(Record(method, k, "tuned", list(cur[k]), profile, best[i], scores[best], metric,
+                                  "higher" if maximize else "lower", side, ext, setting, seed, split,
+                                  "; ".join(x for x in (note, end[1]) if x)))
+            continue
         if side:
             why = (f"best on the {side} edge after {used[(k, side)]} extension(s)"
                    + (" (the knob's bound)" if used[(k, side)] < extensions else f" (cap {extensions})"))

@@ -29,6 +29,8 @@ RELEASED = ("imagenet_c", "clip")
 # LAME's window grid (stream batches its affinity spans: 16 to 128 images at batch 16), log-spaced;
 # kept here because the config schema of `beta_tta.tune` has no key for it
 LAME_WINDOWS = [1, 2, 4, 8]
+# window 1 is plain LAME on its own batch: the knob's natural lower end, so a best there is tuned, not capped
+LAME_PLAIN = (1, "window = 1 (plain LAME on its own batch) is the knob's natural lower end")
 
 
 def _data(d: dict, n: int, seed: int):
@@ -397,18 +399,6 @@ def _fixed_records(params: dict, setting: str) -> list:
     return out
 
 
-def _natural_window_end(rec):
-    """LAME's window at 1 is plain LAME on its own batch, the knob's natural lower end (nothing lies
-    below it), so a choice there is tuned, not capped, as anchor PCA's gamma = 0 is."""
-    import dataclasses
-
-    if rec.method == "lame" and rec.knob == "window" and rec.status == "capped" and rec.edge == "low" \
-            and int(rec.chosen) == 1:
-        return dataclasses.replace(rec, status="tuned",
-                                   note="window = 1 (plain LAME on its own batch) is the knob's natural lower end")
-    return rec
-
-
 def tune_methods(params: dict, score, setting: str, seed: int) -> tuple[dict, list, dict, dict, dict]:
     """The protocol over every method of the config: `score(name, point)` is a method's validation
     accuracy with the knobs `point`. Returns (chosen knobs per method, tuning records, validation
@@ -427,9 +417,10 @@ def tune_methods(params: dict, score, setting: str, seed: int) -> tuple[dict, li
                 lambda **p: score(name, p), {k: g for k, (g, _, _) in grids.items()}, method=name, setting=setting,
                 metric="accuracy", extensions=ext, integer=[k for k, (_, i, _) in grids.items() if i],
                 bounds={k: b for k, (_, _, b) in grids.items()}, seed=seed, split="validation",
+                natural_ends={"window": LAME_PLAIN} if name == "lame" else None,
                 progress=lambda line: print(line, flush=True))
             chosen[name] = point
-            records += [_natural_window_end(r) for r in recs]
+            records += recs
             validation[name] = recs[0].score
         seconds[name] = round(time.perf_counter() - t0, 2)
         print(f"{name}: validation accuracy {validation[name]:.4f} ({seconds[name]:.1f} s)", flush=True)
