@@ -130,7 +130,9 @@ def per_paper(jobs: list[dict[str, Any]], papers: list[str]) -> list[dict[str, A
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| paper | jobs | GPU jobs: count x (per job) | GPU-hours | CPU-hours |", "|---|---:|---|---:|---:|"]
     for row in rows:
-        gpu = "; ".join(f"`{rule}`: {e['count']} x ({e['spec']})" for rule, e in row["gpu_rules"].items()) or "none"
+        # by rule name: Snakemake's dry run lists ready jobs in an order that moves when the DAG changes
+        gpu = "; ".join(f"`{rule}`: {e['count']} x ({e['spec']})"
+                        for rule, e in sorted(row["gpu_rules"].items())) or "none"
         lines.append(f"| `{row['paper']}` | {row['jobs']} | {gpu} | {row['gpu_hours']:,.0f} | {row['cpu_hours']:,.0f} |")
     total_gpu = sum(r["gpu_hours"] for r in rows)
     total_cpu = sum(r["cpu_hours"] for r in rows)
