@@ -175,3 +175,38 @@ def test_the_final_state_is_saved_once_after_the_modules_batch_end_hooks(tmp_pat
     (last,) = tmp_path.glob("checkpoints/*/last.ckpt")
     state = torch.load(last, weights_only=True)["state_dict"]
     assert state["updates"].item() == 10  # written after the last step's batch-end hook
+
+
+class Logged(Regression):
+    def training_step(self, batch, batch_idx):
+        loss = super().training_step(batch, batch_idx)
+        self.log("loss", loss)
+        return loss
+
+
+def test_held_metrics_reach_the_run_whole_in_few_store_writes(tmp_path, monkeypatch):
+    """Every step's metric reaches the job's MLflow run, with its step, in one or two store writes
+    (one per logging step before metrics were held: 24 writes of loss and epoch here)."""
+    from mlflow.tracking import MlflowClient
+
+    from neurips26.core import tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    writes = []
+    real = MlflowClient.log_batch
+    monkeypatch.setattr(MlflowClient, "log_batch", lambda self, run_id, metrics=(), *a, **k:
+                        (writes.append(len(metrics)), real(self, run_id, metrics, *a, **k))[1])
+    with tracking.job_run("nar_dit", "train", {"seed": 0}, out) as run:
+        seed_everything(0, threads=1)
+        trainer, resume = make_trainer(out, {}, 24, checkpoint_every=24, log_every_n_steps=1)
+        fit(trainer, Logged(), loader(), resume)
+        run_id = run.run_id
+    history = MlflowClient(tracking_uri=uri).get_metric_history(run_id, "loss")
+    assert sorted(m.step for m in history) == list(range(24))
+    assert all(m.value > 0 for m in history)
+    metric_writes = [n for n in writes if n]
+    assert 1 <= len(metric_writes) <= 2 and sum(metric_writes) == 2 * 24, writes  # loss and epoch

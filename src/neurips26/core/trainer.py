@@ -151,17 +151,68 @@ def _check_checkpoint(path: Path) -> None:
         raise InputFileError(path, f"checkpoint truncated or corrupt ({exc}); delete it to train afresh") from None
 
 
+# metrics a fit holds before writing them in one batch (MLflow takes at most 1,000 per batch), and the
+# seconds after which held metrics are written anyway, so a live UI follows a long fit
+HOLD_METRICS = 1000
+HOLD_SECONDS = 30.0
+
+
 def _logger_class():
     from lightning.pytorch.loggers import MLFlowLogger
 
-    class JobRunLogger(MLFlowLogger):
-        """Logs into the job's run and leaves it open: the CLI ends it after the outputs."""
+    class Holding:
+        """The MLflow client as the logger sees it: metric-only batches are held, the rest passes."""
 
-        def log_metrics(self, metrics, step=None):
-            tracking.retry_locked(super().log_metrics, metrics, step)
+        def __init__(self, client, logger):
+            self._client, self._logger = client, logger
+
+        def log_batch(self, run_id, metrics=(), params=(), tags=(), **kwargs):
+            if params or tags:
+                self._logger.flush()
+                return self._client.log_batch(run_id, metrics=metrics, params=params, tags=tags, **kwargs)
+            self._logger.hold(list(metrics))
+
+        def __getattr__(self, name):
+            return getattr(self._client, name)
+
+    class JobRunLogger(MLFlowLogger):
+        """Logs into the job's run and leaves it open: the CLI ends it after the outputs.
+
+        Metrics are held and written in one batch (one store transaction: 5 ms on an idle SQLite store,
+        25-30 ms on a loaded one) when HOLD_METRICS are held or HOLD_SECONDS have passed, after each
+        checkpoint, and when the fit ends or fails (Lightning finalizes its loggers either way), instead of
+        one transaction per logging step. The metrics, steps and timestamps written are the same."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._held: list = []
+            self._since = time.monotonic()
+            self.writes = 0  # batches written to the store (read by the tests)
+
+        @property
+        def experiment(self):
+            client = super().experiment
+            return Holding(client, self) if hasattr(client, "log_batch") else client
+
+        def hold(self, metrics) -> None:
+            self._held.extend(metrics)
+            if len(self._held) >= HOLD_METRICS or time.monotonic() - self._since >= HOLD_SECONDS:
+                self.flush()
+
+        def flush(self) -> None:
+            held, self._held, self._since = self._held, [], time.monotonic()
+            client = super().experiment
+            for start in range(0, len(held), HOLD_METRICS):
+                tracking.retry_locked(client.log_batch, run_id=self.run_id, metrics=held[start:start + HOLD_METRICS],
+                                      **self._log_batch_kwargs)
+                self.writes += 1
+
+        def after_save_checkpoint(self, checkpoint_callback) -> None:
+            self.flush()  # what a resumed job's run holds matches its checkpoint
+            super().after_save_checkpoint(checkpoint_callback)
 
         def finalize(self, status: str = "success") -> None:
-            pass
+            self.flush()  # the run itself stays open
 
     return JobRunLogger
 
