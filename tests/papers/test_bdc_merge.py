@@ -406,19 +406,135 @@ def test_capture_subsamples_while_capturing_and_aligns_two_tokenizers_by_words(t
         assert torch.isfinite(merged(input_ids=torch.tensor([tok_b(texts[0])["input_ids"]])).logits).all()
 
 
-def test_every_merge_records_the_same_fixed_strength_and_calibration_size(tmp_path):
-    """Nothing is tuned in bdc_merge: tuning.csv records the strength and calibration size fixed
-    at the same values for every merge (the targets and the source have none), each with a reason."""
+def test_tuning_csv_holds_the_tune_steps_strength_records_and_the_fixed_knobs(tmp_path):
+    """tuning.csv: each merge's strength as the tune step recorded it (per task), Transport and
+    Merge + LoRA at Transport and Merge's, and the calibration size and each method's own knobs
+    fixed with a reason (the targets and the source have none)."""
     from neurips26.core import tuning
     from neurips26.papers.bdc_merge import steps
 
     params = {"strength": 0.3, "calibration": {"size": 32}, "transport": {"reg_inner": 0.05, "reg_outer": 0.05,
               "iterations": 500}, "bdc": {"layer_top_k": 1, "neuron_top_k": 4}, "lora": {"rank": 4, "alpha": 8,
               "steps": 40, "lr": 0.003}}
-    records = steps.tuning_records(params, ["target", "source", "naive", "transport", "transport_lora", "bdc"])
-    assert {r.status for r in records} == {"fixed"} and all(r.note for r in records)
-    strength = {r.method: r.chosen for r in records if r.knob == "strength"}
-    assert strength == {m: 0.3 for m in ("naive", "transport", "transport_lora", "bdc")}
+    tuned = [tuning.Record(m, "strength", "tuned", [0.03, 0.1, 0.3, 1.0], [3.0, 2.0, 2.5, 4.0], 0.1, 2.0,
+                           "log perplexity on held-out task text", "lower", setting="lr_a", seed=100)
+             for m in ("naive", "transport", "bdc")]
+    records = steps.tuning_records(params, ["target", "source", "naive", "transport", "transport_lora", "bdc"],
+                                   {"records": [r.to_json() for r in tuned]})
+    assert {(r.method, r.setting) for r in records if r.knob == "strength" and r.status == "tuned"} == {
+        (m, "lr_a") for m in ("naive", "transport", "bdc")}
+    assert [r.chosen for r in records if r.method == "transport_lora" and r.knob == "strength"] == [
+        "Transport and Merge's tuned strength"]
+    assert all(r.note for r in records if r.status == "fixed")
+    assert {r.method for r in records if r.knob == "calibration_size"} == {"naive", "transport", "transport_lora", "bdc"}
     assert {r.method for r in records if r.knob == "lr"} == {"transport_lora"}
     path = tuning.write_csv(tmp_path / "tuning.csv", "bdc_merge", records)
     assert len(tuning.read_csv([path])) == len(records)
+
+
+def _knowledge_folder(tmp_path):
+    """A knowledge set as lm_corpora writes one (training text repeats every fact statement, the
+    valid text is the statements) and a low-resource task whose train and valid text differ."""
+    import json
+
+    facts = [f"the colour of ent{i} is val{i % 5} ." for i in range(40)]
+    rng = np.random.default_rng(0)
+    train = [facts[i] for i in rng.permutation(np.repeat(np.arange(40), 3))]
+    (tmp_path / "kb.train.txt").write_text("\n".join(train) + "\n")
+    (tmp_path / "kb.valid.txt").write_text("\n".join(facts) + "\n")
+    (tmp_path / "kb.cloze.jsonl").write_text("".join(json.dumps(
+        {"prefix": f"the colour of ent{i} is ", "suffix": " .", "choices": [f"val{i % 5}", "valx", "valy", "valz"],
+         "answer": 0}) + "\n" for i in range(40)))
+    low_train = [f"low sentence {i} ." for i in range(200)]
+    low_valid = [f"low held sentence {i} ." for i in range(30)]
+    (tmp_path / "lr.train.txt").write_text("\n".join(low_train) + "\n")
+    (tmp_path / "lr.valid.txt").write_text("\n".join(low_valid) + "\n")
+    (tmp_path / "lr.cloze.jsonl").write_text("".join(json.dumps(
+        {"prefix": "low held sentence ", "suffix": " .", "choices": [str(i), "x", "y", "z"], "answer": 0}) + "\n"
+        for i in range(30)))
+    manifest = {"kb": {"kind": "knowledge"}, "lr": {"kind": "low"}}
+    return train, facts, manifest
+
+
+def test_the_tuning_text_holds_no_line_any_test_seed_evaluates(tmp_path):
+    """The tune step's validation lines are training lines no test seed evaluates (neither its
+    held-out perplexity sentences nor its cloze sentences, drawn exactly as run draws them), never
+    in its calibration set; evaluation items of the test seeds never change what it scores on
+    beyond being left out, and a test seed's items are left out however the seeds are drawn."""
+    from neurips26.papers.bdc_merge import steps
+
+    train, facts, manifest = _knowledge_folder(tmp_path)
+    params = {"seeds": [0, 1, 2], "evaluate": {"knowledge_heldout": 0.5, "valid_sentences": 12, "cloze_questions": 10}}
+    evaluated = steps._evaluated_lines(tmp_path, ["kb", "lr"], manifest, params)
+    # the same draws run makes, seed by seed
+    expected = set()
+    for seed in params["seeds"]:
+        rng = np.random.default_rng([seed, 11])
+        for t in ("kb", "lr"):
+            d = steps._task_data(tmp_path, t, manifest[t]["kind"], params["evaluate"], rng)
+            if t == "kb":
+                expected |= set(d["valid"]) | {c["prefix"] + c["choices"][c["answer"]] + c["suffix"] for c in d["cloze"]}
+    assert evaluated["kb"] == expected and 0 < len(expected) < len(facts)
+    text = steps.tuning_text(train, evaluated["kb"], 32, 16, np.random.default_rng([100, 7, 0]))
+    assert text["valid"] and not set(text["valid"]) & evaluated["kb"]
+    assert set(text["valid"]) == set(facts) - evaluated["kb"]          # every clean fact, fewer than 32
+    assert len(text["calibration"]) == 16 and not set(text["calibration"]) & set(text["valid"])
+    # the low-resource task: validation from the training text only, none of it evaluated
+    low_train = (tmp_path / "lr.train.txt").read_text().splitlines()
+    low = steps.tuning_text(low_train, evaluated["lr"], 8, 16, np.random.default_rng([100, 7, 1]))
+    assert len(low["valid"]) == 8 and set(low["valid"]) <= set(low_train)
+    assert not set(low["valid"]) & evaluated["lr"] and not set(low["calibration"]) & set(low["valid"])
+    # a line made an evaluation item leaves the validation text; nothing else of the draw depends on it
+    moved = steps.tuning_text(train, evaluated["kb"] | {text["valid"][0]}, 32, 16, np.random.default_rng([100, 7, 0]))
+    assert text["valid"][0] not in moved["valid"]
+    with pytest.raises(ValueError, match="no held-out text"):
+        steps.tuning_text(train, set(facts), 32, 16, np.random.default_rng(0))
+
+
+def test_the_strength_search_extends_at_an_edge_and_stops_at_alpha_one():
+    """The strength grid grows past its low edge while the best sits there (capped after the
+    protocol's extensions), and a best at alpha = 1 is the knob's natural end (tuned, not capped)."""
+    from neurips26.papers.bdc_merge import steps
+
+    calls = []
+
+    def toward_zero(strength):       # the merge only hurts: the smaller the better
+        calls.append(strength)
+        return float(strength)
+
+    alpha, recs = steps.search_strength(toward_zero, [0.03, 0.1, 0.3, 1.0], 3, "bdc", "lr_a", 100, "held-out")
+    assert recs[0].status == "capped" and recs[0].edge == "low" and recs[0].extensions == 3
+    assert alpha == pytest.approx(0.03 / 3.218 ** 3, rel=0.01) and min(calls) == alpha
+    alpha, recs = steps.search_strength(lambda strength: -strength, [0.03, 0.1, 0.3, 1.0], 3, "bdc", "lr_a", 100, "x")
+    assert alpha == 1.0 and recs[0].status == "tuned" and "end of the knob" in recs[0].note
+    alpha, recs = steps.search_strength(lambda strength: (np.log(strength) - np.log(0.1)) ** 2, [0.03, 0.1, 0.3, 1.0],
+                                        3, "bdc", "lr_a", 100, "x")
+    assert alpha == 0.1 and recs[0].status == "tuned" and recs[0].grid == [0.03, 0.1, 0.3, 1.0]
+
+
+def test_claims_compare_each_merge_at_its_tuned_strength_and_the_sensitivity_rows_at_alpha03():
+    """claims_summary reads the records flagged tuned (one per merge and task, at whatever strength
+    the tune step chose) for the main rows and the records at the fixed strength for the _alpha03
+    rows; the tune step's capped notes reach the group they belong to."""
+    from neurips26.core import tuning
+    from neurips26.papers.bdc_merge import steps
+
+    def rec(method, task, strength, ppl, tuned, size=32):
+        items = {"cloze": [1, 0], "nll": [1.0, 1.0], "tokens": [1, 1], "general_nll": [2.0], "general_tokens": [1]}
+        return {"method": method, "task": task, "calibration_size": size, "strength": strength, "tuned": tuned,
+                "ppl": ppl, "cloze": 0.5, "general_ppl": ppl + 1, "items": items}
+
+    runs = []
+    for seed in range(3):
+        records = [rec(m, t, 0.0, 10.0, True, 0) for m in ("target", "source") for t in ("lr_a", "kb")]
+        records += [rec("bdc", "lr_a", 0.3, 20.0, False), rec("bdc", "lr_a", 0.03, 5.0, True),
+                    rec("bdc", "kb", 0.3, 7.0, True)]                      # kb's tuned strength is 0.3 itself
+        runs.append({"seed": seed, "tasks": {"lr_a": "low", "kb": "knowledge"}, "records": records,
+                     "cloze_chance": {"lr_a": 0.25, "kb": 0.25}})
+    cap = tuning.Record("bdc", "strength", "capped", [0.01, 0.03], [1.0, 2.0], 0.01, 1.0, edge="low", setting="lr_a")
+    summary = steps.claims_summary(runs, {"calibration": {"size": 32}, "strength": 0.3, "general_tolerance": 0.05},
+                                   {"records": [cap.to_json()]})
+    assert summary["methods"]["bdc"]["log_ppl"]["low"] == pytest.approx([np.log(5.0)] * 3)
+    assert summary["fixed"]["bdc"]["log_ppl"]["low"] == pytest.approx([np.log(20.0)] * 3)
+    assert summary["methods"]["bdc"]["log_ppl"]["knowledge"] == summary["fixed"]["bdc"]["log_ppl"]["knowledge"]
+    assert "lr_a" in summary["capped"]["bdc"]["low"] and not summary["capped"]["bdc"]["knowledge"]

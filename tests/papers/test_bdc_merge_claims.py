@@ -13,10 +13,15 @@ from neurips26.papers.bdc_merge.claims import claim_rows
 
 SEEDS, ITEMS = 3, 200
 CONTROLS = ["source_beats_target_low_cloze", "source_beats_target_low_ppl", "source_beats_target_knowledge_cloze",
-            "source_beats_target_knowledge_ppl", "bdc_transfers_knowledge", "merges_above_chance_knowledge_cloze"]
-NULLS = ["naive_improves_target_low_ppl", "naive_beats_transport_knowledge_ppl", "naive_beats_all_knowledge_ppl"]
+            "source_beats_target_knowledge_ppl", "bdc_transfers_knowledge", "merges_above_chance_knowledge_cloze",
+            "bdc_transfers_knowledge_alpha03"]
+NULLS = ["naive_improves_target_low_ppl", "naive_beats_transport_knowledge_ppl", "naive_beats_all_knowledge_ppl",
+         "naive_improves_target_low_ppl_alpha03"]
 CLAIMS = [f"{p}_{g}_{m}" for p in ("beats_transport", "beats_attn", "beats_all") for g in ("low", "knowledge")
-          for m in ("cloze", "ppl")] + ["beats_lora_low_ppl", "improves_target_low_ppl", "preserves_general"]
+          for m in ("cloze", "ppl")] + ["beats_lora_low_ppl", "improves_target_low_ppl", "preserves_general",
+                                        "improves_target_low_ppl_alpha03", "preserves_general_alpha03"]
+# the merges measured at the strength fixed in advance too (the sensitivity reading)
+FIXED = ("target", "source", "naive", "transport", "bdc")
 
 
 def _method(cloze: float, log_ppl: float, general: float, items: bool) -> dict:
@@ -42,11 +47,12 @@ def _summary(bdc_better: bool, items: bool = True) -> dict:
     bdc = good if bdc_better else bad
     base = bad if bdc_better else good
     target = (0.28, 2.7 if bdc_better else 1.9)
-    return {"methods": {"bdc": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
-                        "bdc_attn": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
-                        "transport": _method(*base, items), "transport_lora": _method(*base, items),
-                        "transport_all": _method(*base, items), "target": _method(*target, 2.40, items),
-                        "source": _method(0.9, 1.0, 2.5, items), "naive": _method(0.27, 3.5, 2.9, items)},
+    methods = {"bdc": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
+               "bdc_attn": _method(*bdc[:2], 2.41 if bdc_better else 2.6, items),
+               "transport": _method(*base, items), "transport_lora": _method(*base, items),
+               "transport_all": _method(*base, items), "target": _method(*target, 2.40, items),
+               "source": _method(0.9, 1.0, 2.5, items), "naive": _method(0.27, 3.5, 2.9, items)}
+    return {"methods": methods, "fixed": {m: methods[m] for m in FIXED}, "strength": 0.3,
             "groups": {"low": ["a", "b"], "knowledge": ["c"]}, "general_tolerance": 0.05,
             "cloze_chance": {"low": [0.25] * SEEDS, "knowledge": [0.25] * SEEDS},
             "holds_fixed": "the source and target models"}
@@ -234,3 +240,34 @@ def test_without_the_matched_or_lora_runs_their_rows_are_untested():
     gone = [i for i in CLAIMS if i.startswith(("beats_attn", "beats_all", "beats_lora"))]
     assert len(gone) == 9 and all(rows[i]["reproduced"] == "untested" for i in gone)
     assert all(rows[i]["reproduced"] == "yes" for i in CLAIMS if i not in gone)
+
+
+def test_the_alpha03_rows_read_the_fixed_strength_and_the_others_the_tuned_one():
+    """The sensitivity rows compare the merges at alpha = 0.3 (summary "fixed"), every other row
+    at each merge's tuned strength (summary "methods"): BDC-Merge worse than the target at 0.3
+    but better at its tuned strength reads no on the _alpha03 rows and yes on the tuned ones."""
+    summary = _summary(bdc_better=True)
+    summary["fixed"] = {**summary["fixed"], "bdc": _method(0.3, 2.9, 2.7, True)}
+    summary["fixed"]["target"]["log_ppl"]["knowledge"] = [3.0, 3.01, 3.02]  # BDC at 0.3 still transfers
+    rows = _rows(summary)
+    assert rows["improves_target_low_ppl"]["reproduced"] == "yes"
+    assert rows["preserves_general"]["reproduced"] == "yes"
+    assert rows["bdc_transfers_knowledge_alpha03"]["reproduced"] == "yes"
+    assert rows["improves_target_low_ppl_alpha03"]["reproduced"] == "no"
+    assert rows["preserves_general_alpha03"]["reproduced"] == "no"
+    assert "alpha = 0.3" in rows["preserves_general_alpha03"]["claim"]
+    assert "strength 0.3 for every merge" in rows["preserves_general_alpha03"]["criterion"]
+
+
+def test_a_strength_tuned_to_a_capped_edge_cannot_decide_against_its_side():
+    """A merge whose alpha sat on the capped low edge of its grid (the tuning protocol's cap) cannot
+    read no for the method, nor yes for a baseline's rows: the row says inconclusive with the note."""
+    summary = _summary(bdc_better=False)
+    summary["methods"]["target"]["log_ppl"]["knowledge"] = [3.0, 3.01, 3.02]
+    assert _rows(summary)["improves_target_low_ppl"]["reproduced"] == "no"
+    summary["capped"] = {"bdc": {"low": "bdc's strength = 0.000949 on the low edge of its capped grid (lr_a)"}}
+    row = _rows(summary)["improves_target_low_ppl"]
+    assert row["reproduced"] == "inconclusive" and "capped" in row["criterion"]
+    summary = _summary(bdc_better=True)
+    summary["capped"] = {"transport": {"low": "transport's strength = 0.000949 on the low edge (lr_a)"}}
+    assert _rows(summary)["beats_transport_low_ppl"]["reproduced"] == "inconclusive"

@@ -1,5 +1,6 @@
 # bdc_merge: BDC-Merge, cross-architecture model merging with Brownian distance correlation.
-# shared lm_corpora/lm_tokenizer/lm_pretrain (when the config names no models or tasks) -> run (one job per seed) -> figures
+# shared lm_corpora/lm_tokenizer/lm_pretrain (when the config names no models or tasks) -> tune (each merge's
+# strength per task, on the tuning seed) -> run (one job per seed) -> figures
 BM = "results/bdc_merge"
 BM_FIGURES = ["tasks", "strength", "calibration_size"]
 BM_CFG = config["bdc_merge"]
@@ -12,10 +13,39 @@ BM_TARGET = [] if BM_CFG["models"]["target"] else [lm_model_file(BM_CFG["models"
 BM_CROSS = BM_CFG["cross_tokenizer"]["enabled"] and not BM_CFG["models"]["target"] and not BM_CFG["data"]["tasks_dir"]
 BM_CROSS_RUNS = expand(f"{BM}/cross/seed{{seed}}/metrics.json", seed=BM_CFG["cross_tokenizer"]["seeds"]) if BM_CROSS else []
 BM_RUN_KEYS = ("models", "data", "calibration", "strengths", "strength", "bdc", "transport", "naive", "lora", "evaluate", "matched")
+BM_TUNE = f"{BM}/tune/tune.json"
+
+
+# the test seeds are a param: the tune step scores on text none of them evaluates
+use rule neurips26_step as bdc_merge_tune with:
+    input:
+        corpora=BM_TASKS,
+        source=BM_SOURCE,
+        target=BM_TARGET,
+    output:
+        tune=BM_TUNE,
+        timing=f"{BM}/tune/timing.json",
+    params:
+        step="bdc_merge tune",
+        args=paper_params("bdc_merge", *BM_RUN_KEYS, "tune", "seeds"),
+        code=code_stamp("bdc_merge"),
+        out=folder_of("output", "tune"),
+        inputs=cli_inputs(
+            corpora=folder_of("input", "corpora", up=BM_TASKS_UP),
+            source=folder_of("input", "source"),
+            target=folder_of("input", "target"),
+        ),
+    log:
+        f"{BM}/logs/tune.log",
+    benchmark:
+        f"{BM}/benchmarks/tune.tsv"
+    resources:
+        **job_resources(BM_CFG["resources"]["run_mem_mb"], BM_CFG["resources"]["run_runtime_min"], BM_CFG["resources"]["run_gpus"]),
 
 
 use rule neurips26_step as bdc_merge_run with:
     input:
+        tune=BM_TUNE,
         corpora=BM_TASKS,
         source=BM_SOURCE,
         target=BM_TARGET,
@@ -28,6 +58,7 @@ use rule neurips26_step as bdc_merge_run with:
         code=code_stamp("bdc_merge"),
         out=folder_of("output", "metrics"),
         inputs=cli_inputs(
+            tune=folder_of("input", "tune"),
             corpora=folder_of("input", "corpora", up=BM_TASKS_UP),
             source=folder_of("input", "source"),
             target=folder_of("input", "target"),
@@ -68,6 +99,7 @@ use rule neurips26_step as bdc_merge_cross_source with:
 
 use rule neurips26_step as bdc_merge_cross_run with:
     input:
+        tune=BM_TUNE,
         corpora=f"{LM}/corpora/manifest.json",
         source=f"{BM}/cross/source/model/model.safetensors",
         target=BM_TARGET,
@@ -81,6 +113,7 @@ use rule neurips26_step as bdc_merge_cross_run with:
         out=folder_of("output", "metrics"),
         inputs=cli_inputs(
             "--rule bdc_merge_cross_run",
+            tune=folder_of("input", "tune"),
             corpora=folder_of("input", "corpora"),
             source=folder_of("input", "source"),
             target=folder_of("input", "target"),
@@ -95,6 +128,7 @@ use rule neurips26_step as bdc_merge_cross_run with:
 
 use rule neurips26_step as bdc_merge_figures with:
     input:
+        tune=BM_TUNE,
         metrics=expand(f"{BM}/runs/seed{{seed}}/metrics.json", seed=BM_CFG["seeds"]),
         timing=expand(f"{BM}/runs/seed{{seed}}/timing.json", seed=BM_CFG["seeds"]),
         cross=BM_CROSS_RUNS,
@@ -108,6 +142,7 @@ use rule neurips26_step as bdc_merge_figures with:
         out=folder_of("output", "claims"),
         inputs=cli_inputs(
             optional_input("cross", folder_of("input", "cross", up=2)),
+            tune=folder_of("input", "tune"),
             runs=folder_of("input", "metrics", up=2),
         ),
     log:

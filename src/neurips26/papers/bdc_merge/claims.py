@@ -1,8 +1,10 @@
 """Claims rows of bdc_merge, a pure function of the aggregated metrics (`steps.claims_summary`);
 the entries, margins and controls are declared in `claims.yaml`, and `core.claims.Sheet` decides.
 
-Every method is compared at the default setting (calibration size and fusion strength fixed in
-advance). A seed draws the calibration sentences and the evaluation subsets (cloze questions,
+Every merge is compared at the default calibration size and at its own fusion strength alpha,
+tuned per task by the tune step on held-out text no test seed evaluates; the `_alpha03` rows
+repeat "improves the target", its null, "changes what the target knows" and "preserves general
+ability" at the strength fixed in advance for every merge (alpha = 0.3, the sensitivity reading). A seed draws the calibration sentences and the evaluation subsets (cloze questions,
 held-out sentences); the source and target models are one pretrained pair for every seed
 (n_pairs = 1), and the rows say so. Cloze accuracy, a mean of per-question correctness, gets the
 wider of the paired bootstrap over seeds x questions (the same questions on both sides) and the
@@ -38,8 +40,12 @@ NAIVE_NULLS = {p: COMPARISONS[p] for p in ("beats_transport", "beats_all")}
 FLOOR_MERGES = ("bdc", "bdc_attn", "transport", "transport_all")
 
 
-def _compare(sheet: claims.Sheet, summary: dict, id: str, measure: str, group: str, method: str, baseline: str) -> None:
-    ms = summary["methods"]
+def _compare(sheet: claims.Sheet, summary: dict, id: str, measure: str, group: str, method: str, baseline: str,
+             reading: str = "tuned") -> None:
+    ms = summary["methods"] if reading == "tuned" else summary.get("fixed", {})
+    capped = summary.get("capped", {}) if reading == "tuned" else {}
+    caps = {"method_capped": capped.get(method, {}).get(group, ""),
+            "baseline_capped": capped.get(baseline, {}).get(group, "")}
     if not summary["groups"].get(group):
         sheet.untested(id, f"the run has no {group} tasks", method=LABELS[method], baseline=LABELS[baseline])
         return
@@ -54,10 +60,10 @@ def _compare(sheet: claims.Sheet, summary: dict, id: str, measure: str, group: s
         mi, bi = m["cloze_items"][group], b["cloze_items"][group]
         items = mi is not None and bi is not None
         sheet.comparison(id, m["cloze"][group], b["cloze"][group], method=LABELS[method], baseline=LABELS[baseline],
-                         method_items=mi if items else None, baseline_items=bi if items else None, how=how)
+                         method_items=mi if items else None, baseline_items=bi if items else None, how=how, **caps)
     else:
         sheet.comparison(id, [math.exp(v) for v in m["log_ppl"][group]], [math.exp(v) for v in b["log_ppl"][group]],
-                         method=LABELS[method], baseline=LABELS[baseline], how=how)
+                         method=LABELS[method], baseline=LABELS[baseline], how=how, **caps)
 
 
 def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
@@ -79,18 +85,30 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
     _compare(sheet, summary, "beats_lora_low_ppl", "ppl", "low", "bdc", "transport_lora")
     _compare(sheet, summary, "improves_target_low_ppl", "ppl", "low", "bdc", "target")
     general_row(sheet, summary)
+    # the sensitivity reading: every merge at the strength fixed in advance
+    _compare(sheet, summary, "naive_improves_target_low_ppl_alpha03", "ppl", "low", "naive", "target", "fixed")
+    _compare(sheet, summary, "bdc_transfers_knowledge_alpha03", "ppl", "knowledge", "bdc", "target", "fixed")
+    _compare(sheet, summary, "improves_target_low_ppl_alpha03", "ppl", "low", "bdc", "target", "fixed")
+    general_row(sheet, summary, "fixed")
     return sheet.rows()
 
 
-def general_row(sheet: claims.Sheet, summary: dict) -> None:
+def general_row(sheet: claims.Sheet, summary: dict, reading: str = "tuned") -> None:
     """Held-out high-resource perplexity of the merged models over the target's, per seed (exp of
     the mean log-perplexity difference over the tasks' merges): geometric mean and t interval of
     the log ratio over seeds, against the band ratio <= 1 + tolerance."""
-    m, b = summary["methods"]["bdc"], summary["methods"]["target"]
+    ms = summary["methods"] if reading == "tuned" else summary.get("fixed", {})
+    id = "preserves_general" if reading == "tuned" else "preserves_general_alpha03"
+    if "bdc" not in ms or "target" not in ms:
+        sheet.untested(id, "the run does not measure BDC-Merge at this strength", method=LABELS["bdc"],
+                       baseline=LABELS["target"])
+        return
+    m, b = ms["bdc"], ms["target"]
     ratios = [math.exp(x - y) for x, y in zip(m["general_log_ppl"], b["general_log_ppl"])]
     tol = summary["general_tolerance"]
-    how = f"config general_tolerance {tol:g}; replicates hold fixed: {summary['holds_fixed']}"
-    sheet.target("preserves_general", values=ratios, baseline=LABELS["target"], how=how)
+    at = "each merge at its tuned strength" if reading == "tuned" else f"strength {summary.get('strength', 0.3):g} for every merge"
+    how = f"{at}; config general_tolerance {tol:g}; replicates hold fixed: {summary['holds_fixed']}"
+    sheet.target(id, values=ratios, baseline=LABELS["target"], how=how)
 
 
 def floor_row(sheet: claims.Sheet, summary: dict, group: str) -> None:
