@@ -406,3 +406,58 @@ def test_tune_extends_the_lambda_grid_past_an_edge_and_records_it(tmp_path, monk
     steps.tune(params, {"data": tmp_path}, tmp_path / "ft")
     c = io.read_json(tmp_path / "ft" / "choice.json")
     assert c["key"] is None and c["records"] == [] and c["validation"]["val_mae"] == pytest.approx(5.0 + math.log10(20))
+
+
+@pytest.mark.parametrize("switches, frozen, anchored", [
+    ({}, True, True),                                       # the full method: both
+    ({"bcrp": False, "bn_freeze": True}, True, False),      # ablation of the Fisher-masked anchor alone
+    ({"bn_freeze": False}, False, True),                    # ablation of the batch-norm freezing alone
+    ({"bcrp": False}, False, False),                        # the former apexphys_no_bcrp: both off
+])
+def test_the_fisher_anchor_and_the_batch_norm_freezing_switch_apart(switches, frozen, anchored):
+    """BCRP's anchor and the batch-norm freezing are separate parts: after a training step on the
+    second domain the backbone's running statistics stay exactly where the first domain left them
+    if and only if the freezing is on, and the anchor's penalty is positive (a moved weight under
+    the top-Fisher mask) if and only if BCRP is on."""
+    from neurips26.papers.apexphys.continual import make_module
+    from neurips26.papers.apexphys.method import ApexPhys
+
+    domains = _domains(2)
+    torch.manual_seed(0)
+    model = PhysNet(widths=(4, 8, 8), spatial_pool=2)
+    strategy = ApexPhys(APEX | {"hes": False} | switches, seed=0)
+    strategy.before_task(model, 0, domains)
+    strategy.after_task(model, 0, domains)
+    bns = [m for m in model.layers.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    before = [m.running_mean.clone() for m in bns]
+    strategy.before_task(model, 1, domains)
+    module = make_module(model, strategy, 1, lr=0.01)
+    model.train()
+    module.on_train_epoch_start()
+    x, y = domains[1]["train_x"], domains[1]["train_y"]
+    loss = module.training_step((x, y), 0)
+    loss.backward()
+    moved = any(not torch.equal(b, m.running_mean) for b, m in zip(before, bns))
+    assert moved == (not frozen)
+    with torch.no_grad():
+        for p in model.backbone_parameters():
+            p.add_(0.1)
+    penalty = float(torch.as_tensor(strategy.penalty(model)).detach())
+    assert (penalty > 0) == anchored
+    assert strategy.freeze_norm(1) == frozen and not strategy.freeze_norm(0)
+
+
+def test_the_default_tuning_grid_reaches_below_the_former_lower_edge_on_more_validation_clips():
+    """BCRP's lambda had been chosen at the starting grid's lower edge (5) on 2 held-out clips per
+    domain: the default grid now starts a log step below it and holds out 3 of the 7 training clips."""
+    from pathlib import Path
+
+    import yaml
+
+    cfg = yaml.safe_load((Path(__file__).parents[2] / "config" / "config.yaml").read_text())["apexphys"]
+    assert min(cfg["tune"]["grid"]) < 5.0 and cfg["tune"]["validation_clips"] >= 3
+    assert cfg["tune"]["validation_clips"] < cfg["data"]["train_clips"]
+    assert {"apexphys_no_bcrp", "apexphys_no_bn_freeze"} <= set(cfg["run_variants"])
+    no_anchor, no_freeze = cfg["variants"]["apexphys_no_bcrp"], cfg["variants"]["apexphys_no_bn_freeze"]
+    assert (no_anchor["bcrp"], no_anchor["bn_freeze"]) == (False, True)
+    assert (no_freeze["bcrp"], no_freeze["bn_freeze"], no_freeze["tune_from"]) == (True, False, "apexphys")

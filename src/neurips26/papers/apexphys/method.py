@@ -6,7 +6,10 @@ to the contact PPG) is accumulated; the fraction rho of parameters with the larg
 accumulated Fisher are the ones that carry physiological consistency, and only they are
 anchored:  L_BCRP = lambda/2 * sum_i M_i F_i (theta_i - theta*_i)^2,  M_i = 1[F_i in top rho].
 The rest of the backbone stays free to adapt; the backbone's batch-norm statistics, part of the
-representation every earlier domain relies on, are frozen after the first domain.
+representation every earlier domain relies on, are frozen after the first domain. The freezing
+is this package's addition (the abstract names only the Fisher information) and has its own
+switch, `bn_freeze` (default: on with BCRP), so that the anchor and the freezing are ablated
+apart (`bcrp: false` keeps the freezing unless `bn_freeze: false` is also set).
 
 Hierarchical Expansion Strategy (HES). Before domain t, its training chunks pass through a
 frozen probe, a copy of the backbone taken after the first domain (the same network for every
@@ -79,6 +82,8 @@ class ApexPhys(QuadraticAnchor):
         self.use_bcrp = bool(settings.get("bcrp", True))
         self.use_hes = bool(settings.get("hes", True))
         self.use_pgp = bool(settings.get("pgp", True))
+        # batch-norm freezing: its own switch; a config without it freezes exactly when BCRP is on
+        self.use_bn_freeze = bool(settings.get("bn_freeze", self.use_bcrp))
         self.strength = float(settings["bcrp_lambda"]) if self.use_bcrp else 0.0
         self.top_fraction = float(settings["bcrp_top_fraction"])
         self.tau = float(settings["hes_tau"])
@@ -120,7 +125,7 @@ class ApexPhys(QuadraticAnchor):
         self.discrepancy_log[task] = closest
 
     def freeze_norm(self, task):
-        return self.use_bcrp and task > 0
+        return self.use_bn_freeze and task > 0
 
     def train_path(self, task):
         return task if self.use_hes else None

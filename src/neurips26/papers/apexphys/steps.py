@@ -288,10 +288,11 @@ def train(params, inputs, out: Path):
 # ---------------------------------------------------------------- figures
 LABELS = {"finetune": "Fine-tuning", "joint": "Joint (upper bound)", "ewc": "EWC", "lwf": "LwF",
           "replay": "Replay", "apexphys": "ApexPhys", "apexphys_no_bcrp": "ApexPhys w/o BCRP",
-          "apexphys_no_hes": "ApexPhys w/o HES", "apexphys_no_pgp": "ApexPhys w/o PGP"}
+          "apexphys_no_hes": "ApexPhys w/o HES", "apexphys_no_pgp": "ApexPhys w/o PGP",
+          "apexphys_no_bn_freeze": "ApexPhys w/o BN freezing"}
 COLOURS = {"finetune": "#7f7f7f", "joint": "#2ca02c", "ewc": "#1f77b4", "lwf": "#9467bd", "replay": "#ff7f0e",
            "apexphys": "#d62728", "apexphys_no_bcrp": "#17becf", "apexphys_no_hes": "#8c564b",
-           "apexphys_no_pgp": "#e377c2"}
+           "apexphys_no_pgp": "#e377c2", "apexphys_no_bn_freeze": "#bcbd22"}
 
 
 def figures(params, inputs, out: Path):
@@ -413,6 +414,7 @@ def figures(params, inputs, out: Path):
         "methods": {v: {"bwt": per_seed(v, lambda r: r["bwt"]), "plasticity_mae": per_seed(v, lambda r: r["plasticity_mae"]),
                         "final_mae": per_seed(v, lambda r: r["final"]["mae"]),
                         "final_items": per_seed(v, lambda r: apex_claims.final_items(r["final_eval"])),
+                        "first_domain_mae": per_seed(v, lambda r: r["R"][0][0]),
                         "final_snr": per_seed(v, lambda r: r["final"]["snr_db"]),
                         "snr_items": per_seed(v, lambda r: apex_claims.final_items(r["final_eval"], "snr")),
                         "inherited_branches": per_seed(v, lambda r: r["strategy"].get("inherited_branches", 0))}
@@ -425,6 +427,11 @@ def figures(params, inputs, out: Path):
                                                           for name in order])) for u in per_seed_unsup]}
                          for m in ("GREEN", "CHROM", "POS")},
     }
+    # and on the first domain alone, the control of the forgetting rows (fine-tuning's R[0, 0] against them)
+    for m in ("GREEN", "CHROM", "POS"):
+        summary["unsupervised"][m]["first_domain_mae"] = [
+            float(np.mean(np.abs(np.array(u[order[0]][m]["pred_hr"]) - np.array(u[order[0]]["gt_hr"]))))
+            for u in per_seed_unsup]
     validation, records = validation_scores(inputs, variants, runs)
     summary["validation"], summary["tuning"] = validation, [r.to_json() for r in records]
     choices = apex_claims.choices(summary)
@@ -459,7 +466,7 @@ def validation_scores(inputs, variants: list, runs: dict) -> tuple[dict, list]:
         settings = runs[v].get("settings") or {}
         for knob, why in FIXED.get(v, []):
             records.append(tuning.fixed(v, knob, settings.get(knob, ""), why))
-        if v in ("apexphys_no_hes", "apexphys_no_pgp"):
+        if v in ("apexphys_no_hes", "apexphys_no_pgp", "apexphys_no_bn_freeze"):
             records.append(tuning.fixed(v, "bcrp_lambda", "as apexphys", "the ablation keeps the full method's tuned "
                                                                           "lambda (tune_from: apexphys)"))
     records.append(tuning.fixed("every method", "lr, steps_per_task, batch_size", "apexphys.train",
