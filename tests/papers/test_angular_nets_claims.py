@@ -86,11 +86,69 @@ def test_an_experiment_whose_fp_model_does_not_learn_is_untested():
     assert rows["planted_recovery"]["reproduced"] == "pass"
 
 
-def test_chance_follows_the_number_of_classes():
-    # 0.55 is 45 points above chance with 10 classes, 5 above it with 2
-    assert _verdicts(_summary(angular=0.7, baseline=0.5, fp=0.55))["fp_learns__vit"] == "yes"
-    assert _verdicts(_summary(angular=0.7, baseline=0.5, fp=0.55, classes=2))["fp_learns__vit"] == "no"
-    assert _verdicts(_summary(angular=0.7, baseline=0.5, classes=None))["one_bit__vit"] == "untested"
+def test_the_regime_control_asks_for_the_stated_accuracy_not_only_above_chance():
+    # 0.55 is 45 points above chance on 10 classes (the old reading: yes) but below the stated 0.7
+    rows = _rows(_summary(angular=0.7, baseline=0.5, fp=0.55))
+    assert rows["fp_learns__vit"]["reproduced"] == "no"
+    assert rows["fp_learns__vit"]["method_value"].startswith("0.56")  # the accuracy itself, not minus chance
+    assert {rows[i]["reproduced"] for i in VIT_ROWS} == {"untested"}
+    # 0.8 clears it, whatever the number of classes the run records
+    assert _verdicts(_summary(angular=0.7, baseline=0.5, fp=0.8))["fp_learns__vit"] == "yes"
+    assert _verdicts(_summary(angular=0.7, baseline=0.5, classes=None))["one_bit__vit"] == "yes"
+    # straddling 0.7 is not a pass either
+    straddle = _summary(angular=0.7, baseline=0.5)
+    straddle["experiments"]["vit"]["methods"]["fp"]["accuracy"] = [0.6, 0.72, 0.84]
+    assert _verdicts(straddle)["fp_learns__vit"] == "inconclusive"
+    assert _verdicts(straddle)["one_bit__vit"] == "untested"
+
+
+def _resnet_summary(main: float, resampled: float, nu1: float, bnn: float) -> dict:
+    """The vit fixture as the resnet experiment, with the two ablation methods."""
+    summary = _summary(angular=main, baseline=0.5)
+    exp = summary["experiments"].pop("vit")
+    exp["nu_study"] = {}
+    m = exp["methods"]
+    for name, acc in (("angular_w1a1_resample", resampled), ("angular_w1a1_nu1", nu1)):
+        m[name] = {"family": "angular", "ablation": "resample" if "resample" in name else "equal_bits",
+                   "weight_bits": 1, "activation_bits": 1, **_entry(acc, True)}
+    m["bnn"].update(_entry(bnn, True))
+    m["angular_w1a1_nu1"]["storage_bytes"], m["bnn"]["storage_bytes"] = 2000.0, 1900.0
+    exp["validation"] = {n: sum(v["accuracy"]) / len(v["accuracy"]) for n, v in m.items()}
+    summary["experiments"]["resnet"] = exp
+    return summary
+
+
+def test_ablation_methods_fill_their_own_rows_and_never_stand_for_the_angular_net():
+    # the resampled and the N = d nets are strong, the fixed-G net at N = 2.5 d is weak
+    rows = _rows(_resnet_summary(main=0.4, resampled=0.7, nu1=0.7, bnn=0.5))
+    assert rows["one_bit__resnet"]["method"] == "angular_w1a1" and rows["one_bit__resnet"]["reproduced"] == "no"
+    assert rows["matched_ste__resnet"]["method"] == "angular_w1a1"
+    res, eq = rows["resample__resnet"], rows["equal_bits__resnet"]
+    assert (res["method"], res["baseline"], res["reproduced"]) == ("angular_w1a1_resample", "angular_w1a1", "yes")
+    assert (eq["method"], eq["baseline"], eq["reproduced"]) == ("angular_w1a1_nu1", "bnn", "yes")
+    assert "angular_w1a1_nu1 2 kB, bnn 1.9 kB" in eq["criterion"]
+    rows = _rows(_resnet_summary(main=0.7, resampled=0.4, nu1=0.4, bnn=0.6))
+    assert rows["resample__resnet"]["reproduced"] == "no" and rows["equal_bits__resnet"]["reproduced"] == "no"
+    # an experiment that runs no ablation leaves its declared rows untested
+    rows = _rows(_summary(angular=0.7, baseline=0.5))
+    assert rows["resample__resnet"]["reproduced"] == "untested"
+
+
+def test_the_planted_target_row_declared_first_stands_beside_the_check():
+    # the fixture: 30 trials end with a G-gradient norm below 0.005 (20 under the project's condition,
+    # 10 at n = 8 with lambda_min = 0, all of which miss); the check passes, the target reads no
+    rows = _rows(_summary(angular=0.7, baseline=0.5, recovered=True))
+    assert rows["planted_recovery"]["reproduced"] == "pass"
+    target = rows["planted_error_rate"]
+    assert target["kind"] == "target" and target["role"] == "claim"
+    assert target["method_value"] == "10/30" and target["reproduced"] == "no"
+    # 0 misses in 30: the Clopper-Pearson upper bound 0.116 is above 0.1, so not yet a yes
+    summary = _summary(angular=0.7, baseline=0.5)
+    summary["planted"]["trials"] = [t for t in summary["planted"]["trials"] if t["recovered"]]
+    summary["planted"]["trials"] += [dict(t) for t in summary["planted"]["trials"][:10]]
+    assert _verdicts(summary)["planted_error_rate"] == "inconclusive"
+    summary["planted"]["trials"] += [dict(t) for t in summary["planted"]["trials"][:10]]  # 0 of 40
+    assert _verdicts(summary)["planted_error_rate"] == "yes"
 
 
 def test_the_matched_row_compares_with_ste_on_the_same_projected_signs():
@@ -121,6 +179,8 @@ def test_fewer_than_three_seeds_or_no_small_gradient_trial_is_untested():
     summary["planted"]["trials"] = [t for t in summary["planted"]["trials"] if t["g_gradient_norm"] >= t["threshold"]]
     v = _verdicts(summary)
     assert [v[i] for i in ("one_bit__vit", "matched_ste__vit", "two_bit__vit", "planted_recovery")] == ["untested"] * 4
+    summary["planted"]["trials"] = [t for t in summary["planted"]["trials"] if t["g_gradient_norm"] >= 0.005]
+    assert _verdicts(summary)["planted_error_rate"] == "untested"
 
 
 def test_paper_scale_experiment_names_map_to_their_rows():

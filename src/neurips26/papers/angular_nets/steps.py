@@ -213,8 +213,16 @@ def method_spec(name: str, settings: dict, angular: dict, seed: int, nu: float |
                      gain_init=angular["gain_init"])
 
 
+def resample_schedule(settings: dict, angular: dict) -> tuple[float, float]:
+    """(every, until) of a method's G resampling: the method entry's `resample_every` /
+    `resample_until` where it sets them (the resampling ablation), else `angular`'s (the default:
+    0, never, as the authors' CIFAR and ImageNet code)."""
+    return (float(settings.get("resample_every", angular["resample_every"])),
+            float(settings.get("resample_until", angular["resample_until"])))
+
+
 def train_one(name, spec, backbone, params, train_set, test, info, out: Path, lr: float | None = None,
-              validation: tuple | None = None) -> dict:
+              validation: tuple | None = None, resample: tuple[float, float] | None = None) -> dict:
     import torch
 
     from .models import ANGULAR, build
@@ -223,7 +231,7 @@ def train_one(name, spec, backbone, params, train_set, test, info, out: Path, lr
     t, seed, a = params["train"], params["seed"], params["angular"]
     torch.manual_seed(seed * 7919 + sum(map(ord, name)))  # the same init stream for a name and seed
     model = build(backbone, spec, params["arch"][backbone], info)
-    module = classifier_module(model, t, name, lr, (a["resample_every"], a["resample_until"]))
+    module = classifier_module(model, t, name, lr, resample or (a["resample_every"], a["resample_until"]))
     run_params = {**params, "method": name, "nu": spec.nu, "lr": lr, "code": _code_hash()}
     trainer, resume = make_trainer(out / name, run_params, t["steps"], checkpoint_every=t["steps"],
                                    log_every_n_steps=max(1, t["steps"] // 10))
@@ -286,7 +294,8 @@ def tune(params, inputs, out: Path):
 
         def evaluate(lr, name=name, spec=spec):
             nonlocal zero
-            r = train_one(f"{name}_lr{lr:g}", spec, v["backbone"], params, fit_set, val, info, out / "runs", lr=lr)
+            r = train_one(f"{name}_lr{lr:g}", spec, v["backbone"], params, fit_set, val, info, out / "runs", lr=lr,
+                          resample=resample_schedule(params["methods"][name], params["angular"]))
             grid[name][f"{lr:g}"] = r["accuracy"]
             zero = r["global_zero"]
             return r["accuracy"]
@@ -318,7 +327,8 @@ def train(params, inputs, out: Path):
     for name in methods:
         spec = method_spec(name, params["methods"][name], params["angular"], params["seed"])
         results[name] = train_one(name, spec, backbone, params, train_set, test, info, out, lr=best_lr.get(name),
-                                  validation=validation)
+                                  validation=validation,
+                                  resample=resample_schedule(params["methods"][name], params["angular"]))
     nu_study = {}
     if v.get("nu_study"):
         base = params["nu_study_method"]
@@ -368,6 +378,7 @@ def planted(params, inputs, out: Path):
 # ---------------------------------------------------------------- figures
 COLOURS = {"fp": "#444444", "bnn": "#1f77b4", "xnor": "#2ca02c", "lsq": "#9467bd", "angular": "#d62728",
            "angular_ste": "#ff7f0e"}
+ABLATIONS = {"resample": ", G resampled (ablation)", "equal_bits": ", N = d: BNN's stored bits"}
 LABELS = {"fp": "full precision", "bnn": "BNN (STE sign)", "xnor": "XNOR-Net", "lsq": "LSQ",
           "angular": "Angular (A after an fp projection)", "angular_ste": "STE on the same projected signs"}
 
@@ -400,13 +411,16 @@ def claims_summary(runs: dict, planted_m: dict, methods_cfg: dict, data_params: 
     trials."""
     def entry(results: list[dict]) -> dict:
         correct = [r.get("correct") for r in results]
+        sizes = [r.get("storage_bytes") for r in results]
         return {"accuracy": [r["accuracy"] for r in results],
-                "correct": None if any(c is None for c in correct) else correct}
+                "correct": None if any(c is None for c in correct) else correct,
+                "storage_bytes": None if any(b is None for b in sizes) else float(np.mean(sizes))}
 
     experiments = {}
     for e, rs in runs.items():
         first = rs[0]
-        methods = {n: {"family": methods_cfg[n]["method"], "weight_bits": m["weight_bits"],
+        methods = {n: {"family": methods_cfg[n]["method"], "ablation": methods_cfg[n].get("ablation", ""),
+                       "weight_bits": m["weight_bits"],
                        "activation_bits": m["activation_bits"], **entry([r["methods"][n] for r in rs])}
                    for n, m in first["methods"].items()}
         nu_study = {nu: entry([r["nu_study"][nu] for r in rs]) for nu in sorted(first["nu_study"], key=float)}
@@ -475,8 +489,9 @@ def figures(params, inputs, out: Path):
     for ax, e in zip(axes[0], experiments):
         names = list(runs[e][0]["methods"])
         families: dict[str, list[str]] = {}
-        for n in names:
-            families.setdefault(methods_cfg[n]["method"], []).append(n)
+        for n in names:  # an ablation method is a series of its own
+            ab = methods_cfg[n].get("ablation")
+            families.setdefault(f"{methods_cfg[n]['method']}:{ab}" if ab else methods_cfg[n]["method"], []).append(n)
         for fam, members in families.items():
             members = sorted(members, key=lambda n: runs[e][0]["methods"][n]["weight_bits"])
             bits = [runs[e][0]["methods"][n]["weight_bits"] for n in members]
@@ -487,8 +502,10 @@ def figures(params, inputs, out: Path):
                 ax.axhspan(min(accs[0]), max(accs[0]), color=COLOURS["fp"], alpha=0.1)
                 continue
             means = [float(np.mean(a)) for a in accs]
+            base, _, ab = fam.partition(":")
             ax.errorbar(bits, means, yerr=[[m - min(a) for m, a in zip(means, accs)], [max(a) - m for m, a in zip(means, accs)]],
-                        color=COLOURS[fam], marker="o", ms=4, capsize=3, label=f"{LABELS[fam]} (n={len(accs[0])})")
+                        color=COLOURS[base], marker="s" if ab else "o", mfc="none" if ab else None, ms=4, capsize=3,
+                        ls="none" if ab else "-", label=f"{LABELS[base]}{ABLATIONS.get(ab, '')} (n={len(accs[0])})")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("bits per weight = bits per activation")
         ax.set_ylabel("test accuracy (higher is better)")
