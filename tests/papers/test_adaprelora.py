@@ -294,3 +294,98 @@ def test_the_strongest_baseline_is_named_on_validation_not_on_test(monkeypatch, 
     row = {r["id"]: r for r in claim_rows(summary, "default")}["cls_improves"]
     assert row["baseline"] == "scaled_adamw"   # not adamw, the best on test
     assert "named by the tune step" in row["criterion"]
+
+
+# ---------------------------------------------------------------- the long horizon
+def test_the_runner_records_accuracy_after_the_stated_steps(root, tmp_path):
+    """A 200-step run records the test accuracy after 50, 100 and 200 optimizer steps. With a
+    constant schedule (no warm-up) the first 50 steps of a 200-step run are a 50-step run (the
+    minibatches come from Generator([seed, step])), so the accuracy and per-item correctness recorded
+    after 50 are those of a separate 50-step run; the last is the run's own final score."""
+    import yaml
+
+    from neurips26.papers.adaprelora import runner
+
+    block = yaml.safe_load((root / "config" / "config.yaml").read_text())["adaprelora"]
+    block["classification"] = {**block["classification"], "n_train": 64, "n_test": 48, "batch_size": 8}
+    block["optim"] = {**block["optim"], "schedule": "constant", "warmup": 0}
+    data = runner.load_task("topic_sentiment", block, 0, {})
+    torch.manual_seed(0)
+    long = runner.run("topic_sentiment", data, "adamw", 0.01, block, 0, {}, tmp_path / "long", {"stage": "t"},
+                      steps=200, record_at=(100, 50, 200))
+    torch.manual_seed(0)
+    short = runner.run("topic_sentiment", data, "adamw", 0.01, block, 0, {}, tmp_path / "short", {"stage": "t"}, steps=50)
+    assert long["at"] == [50, 100, 200] and len(long["losses"]) == 200
+    assert long["losses"][:50] == pytest.approx(short["losses"], rel=1e-5)
+    assert long["items_at"][0] == short["items"] and long["accuracy_at"][0] == pytest.approx(short["accuracy"])
+    assert long["items_at"][-1] == long["items"] and long["accuracy_at"][-1] == pytest.approx(long["accuracy"])
+    assert long["accuracy_at"][-1] > 0.6   # it learned the task
+    with pytest.raises(ValueError, match="horizon_at"):
+        runner.run("topic_sentiment", data, "adamw", 0.01, block, 0, {}, tmp_path / "bad", {"stage": "t"},
+                   steps=20, record_at=(50,))
+
+
+def test_train_runs_the_long_horizon_at_the_short_budget_knobs(monkeypatch, tmp_path):
+    """The train step's long runs: horizon_methods plus the strongest LoRA optimizer on validation, each
+    at its lr and damping from tune.json (tuned at the short budget), for `horizon` steps with the
+    accuracy recorded after horizon_at (and horizon); metrics.json keeps them apart from the short runs."""
+    from neurips26.core import io
+    from neurips26.papers.adaprelora import runner, steps
+
+    calls = []
+
+    def fake_run(task, data, method, lr, block, seed, inputs, out, key, check=False, check_layers=4, damping=None,
+                 steps=None, record_at=()):
+        calls.append((method, lr, damping, steps, tuple(record_at), key["stage"]))
+        n = steps or block["classification"]["steps"]
+        acc = 0.5 + n / 1000
+        res = {"method": method, "lr": lr, "damping": damping, "losses": [1.0 / (s + 1) for s in range(n)],
+               "state_bytes": 4, "peak_bytes": 8, "peak_kind": "tracked_tensors", "seconds": 0.1, "accuracy": acc,
+               "items": [1, 0]}
+        if check:
+            res["closed_form_check"] = None
+        if record_at:
+            res.update(at=list(record_at), accuracy_at=[0.5 + s / 1000 for s in record_at],
+                       items_at=[[1, 0]] * len(record_at))
+        return res
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(2))
+
+    monkeypatch.setattr(runner, "load_task", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "build_net", lambda *a, **k: Net())
+    monkeypatch.setattr(runner, "run", fake_run)
+    methods = ["adamw", "loraplus", "lora_pro", "adaprelora"]
+    tune = {"tuned": {"adamw": 0.01, "loraplus": 0.003, "lora_pro": 0.03, "adaprelora": 0.1},
+            "damping": {"adamw": None, "loraplus": None, "lora_pro": 1e-5, "adaprelora": 0.01}, "strongest": "lora_pro"}
+    io.write_json(tmp_path / "tune.json", tune)
+    params = {"task": "topic_sentiment", "tasks": ["topic_sentiment"], "seed": 0, "methods": methods, "grid": {},
+              "check_layers": 1, "lm": {}, "optim": {"beta1": 0.9},
+              "classification": {"steps": 50, "horizon": 200, "horizon_at": [50, 100], "horizon_methods": ["adamw", "adaprelora"]}}
+    steps.train(params, {"tune": str(tmp_path)}, tmp_path / "out")
+    long_calls = [c for c in calls if c[5] == "train_long"]
+    assert [c[0] for c in long_calls] == ["adamw", "lora_pro", "adaprelora"]   # methods' order; loraplus not listed
+    for m, lr, d, n, at, _ in long_calls:
+        assert (lr, d, n, at) == (tune["tuned"][m], tune["damping"][m], 200, (50, 100, 200))
+    assert all(c[3] is None for c in calls if c[5] == "train")   # the short runs keep classification.steps
+    out = io.read_json(tmp_path / "out" / "metrics.json")
+    assert out["methods"]["adaprelora"]["accuracy"] == pytest.approx(0.55)
+    L = out["long"]
+    assert (L["steps"], L["tuned_at"], L["at"], sorted(L["methods"])) == (200, 50, [50, 100, 200], ["adamw", "adaprelora", "lora_pro"])
+    assert L["methods"]["adaprelora"]["accuracy"] == pytest.approx(0.7)
+    assert L["methods"]["adaprelora"]["accuracy_at"] == pytest.approx([0.55, 0.6, 0.7])
+    # and the summary the claims read takes the long scores from the long runs
+    seed_runs = [out] * 3
+    summary = steps.claims_summary({"methods": methods}, {"topic_sentiment": {**tune, "val_score": {m: 0.8 for m in methods}}},
+                                   {"topic_sentiment": seed_runs})
+    t = summary["tasks"]["topic_sentiment"]
+    assert t["scores"]["adaprelora"] == pytest.approx([0.55] * 3)
+    assert t["long"]["scores"]["adaprelora"] == pytest.approx([0.7] * 3)
+    assert t["long"]["late_share"]["adamw"][0] == pytest.approx(steps.late_share(L["methods"]["adamw"]["loss_curve"]))
+    # no horizon: no long runs, no long block
+    calls.clear()
+    params["classification"]["horizon"] = 0
+    steps.train(params, {"tune": str(tmp_path)}, tmp_path / "out0")
+    assert not [c for c in calls if c[5] == "train_long"] and "long" not in io.read_json(tmp_path / "out0" / "metrics.json")

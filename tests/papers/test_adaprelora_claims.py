@@ -13,7 +13,21 @@ BASES = ("adamw", "loraplus", "scaled_adamw", "lora_pro", "adafactor_proj")
 PAPER = ("gpt2_e2e", "llm_7b", "diffusion", "peak_7b")
 
 
-def _summary(holds: bool, late=0.02, pro_peak=30000) -> dict:
+LONG = ("cls_converged_long", "cls_competitive_adamw_long", "cls_improves_long")
+
+
+def _long(holds: bool, late=0.02) -> dict:
+    """The long-horizon block of a classification task (steps.claims_summary's `t["long"]`)."""
+    j = [-0.002, 0.0, 0.002]
+    scores = {m: [0.80 + x for x in j] for m in ("adamw", "loraplus")}
+    scores["adaprelora"] = [(0.85 if holds else 0.70) + x for x in j]
+    return {"steps": 200, "tuned_at": 50, "at": [50, 100, 200], "scores": scores,
+            "items": {m: [[v] * 10 for v in vals] for m, vals in scores.items()},
+            "accuracy_at": {m: [[0.5, 0.6, v] for v in vals] for m, vals in scores.items()},
+            "late_share": {m: [late, late * 0.9, late * 1.1] for m in scores}}
+
+
+def _summary(holds: bool, late=0.02, pro_peak=30000, long_holds=None, long_late=None) -> dict:
     j = [-0.002, 0.0, 0.002]
     up = lambda v: [v + x for x in j]  # noqa: E731
     tasks = {}
@@ -34,6 +48,9 @@ def _summary(holds: bool, late=0.02, pro_peak=30000) -> dict:
                        "val_score": {m: 0.8 for m in scores} | {"loraplus": 0.81},
                        "late_share": {m: [late, late * 0.9, late * 1.1] for m in scores},
                        "state_predicted": 800}
+        if metric == "accuracy":
+            tasks[task]["strongest"] = "loraplus"
+            tasks[task]["long"] = _long(holds if long_holds is None else long_holds, late if long_late is None else long_late)
     check = {"max_rel_factor_diff": 1e-9 if holds else 0.3, "max_rel_image_diff": 1e-9 if holds else 0.3,
              "max_rel_imbalance_excess": 0.0 if holds else 0.2, "layers": 4, "runs": 2}
     return {"tasks": tasks, "check": check}
@@ -97,6 +114,9 @@ def test_fewer_than_three_seeds_is_untested():
     for t in s["tasks"].values():
         t["scores"] = {m: v[:2] for m, v in t["scores"].items()}
         t["items"] = {m: v[:2] for m, v in t["items"].items()}
+        if "long" in t:
+            t["long"]["scores"] = {m: v[:2] for m, v in t["long"]["scores"].items()}
+            t["long"]["items"] = {m: v[:2] for m, v in t["long"]["items"].items()}
     rows = by_id(claim_rows(s, "default"))
     assert all(r["reproduced"] == "untested" for i, r in rows.items() if "competitive" in i or "improves" in i)
 
@@ -166,3 +186,48 @@ def test_data_to_text_improves_row_reads_bleu_not_the_rouge_items():
     row = by_id(claim_rows(s, "default"))["gen_improves"]
     gap = sum(a - b for a, b in zip(t["scores"]["adaprelora"], t["scores"]["loraplus"])) / 3
     assert float(row["effect"]) == pytest.approx(gap, rel=1e-3)
+
+
+# ---------------------------------------------------------------- the long horizon
+def test_long_rows_read_the_long_runs_not_the_short_ones():
+    """Short runs where AdaPreLoRA trails by 10 points, long runs where it leads by 5: the 50-step
+    rows say no, the long rows yes (and the reverse), each from its own runs."""
+    rows = by_id(claim_rows(_summary(False, long_holds=True), "default"))
+    assert rows["cls_competitive_adamw"]["reproduced"] == rows["cls_improves"]["reproduced"] == "no"
+    assert [rows[i]["reproduced"] for i in LONG] == ["yes", "yes", "yes"]
+    assert float(rows["cls_competitive_adamw_long"]["effect"]) == pytest.approx(0.05, abs=1e-6)
+    assert float(rows["cls_improves_long"]["effect"]) == pytest.approx(0.05, abs=1e-6)
+    assert rows["cls_improves_long"]["baseline"] == "loraplus"       # the tune step's choice on validation
+    assert "200 steps" in rows["cls_improves_long"]["method"] and "chose at 50 steps" in rows["cls_improves_long"]["criterion"]
+    rows = by_id(claim_rows(_summary(True, long_holds=False), "default"))
+    assert rows["cls_competitive_adamw"]["reproduced"] == rows["cls_improves"]["reproduced"] == "yes"
+    assert rows["cls_competitive_adamw_long"]["reproduced"] == rows["cls_improves_long"]["reproduced"] == "no"
+    assert float(rows["cls_competitive_adamw_long"]["effect"]) == pytest.approx(-0.10, abs=1e-6)
+
+
+def test_the_long_regime_row_gates_the_long_rows_only():
+    """Long runs still in a transient: the long rows untested by cls_converged_long; the 50-step rows
+    (their own regime row holding) keep their verdicts. And the reverse."""
+    rows = by_id(claim_rows(_summary(True, long_late=0.4), "default"))
+    assert rows["cls_converged_long"]["reproduced"] == "no"
+    assert float(rows["cls_converged_long"]["effect"]) == pytest.approx(0.4, rel=1e-3)   # mean of 0.4, 0.36, 0.44
+    for i in LONG[1:]:
+        assert rows[i]["reproduced"] == "untested"
+        assert "regime control 'cls_converged_long'" in rows[i]["criterion"]
+    assert rows["cls_competitive_adamw"]["reproduced"] == rows["cls_improves"]["reproduced"] == "yes"
+    rows = by_id(claim_rows(_summary(True, late=0.4, long_late=0.02), "default"))
+    assert rows["cls_competitive_adamw"]["reproduced"] == "untested"
+    assert rows["cls_converged_long"]["reproduced"] == "yes"
+    assert [rows[i]["reproduced"] for i in LONG[1:]] == ["yes", "yes"]
+
+
+def test_long_rows_untested_without_long_runs_or_without_the_strongest():
+    s = _summary(True)
+    del s["tasks"]["topic_sentiment"]["long"]
+    rows = by_id(claim_rows(s, "default"))
+    assert all(rows[i]["reproduced"] == "untested" and "horizon is 0" in rows[i]["criterion"] for i in LONG)
+    s = _summary(True)
+    s["tasks"]["topic_sentiment"]["strongest"] = "scaled_adamw"      # named on validation, not run long
+    rows = by_id(claim_rows(s, "default"))
+    assert rows["cls_improves_long"]["reproduced"] == "untested"
+    assert "(scaled_adamw) was not run at the long horizon" in rows["cls_improves_long"]["criterion"]

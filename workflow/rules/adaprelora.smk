@@ -2,7 +2,7 @@
 # tune (one job per task) -> train (one job per task and seed) -> figures
 APL = "results/adaprelora"
 APL_CFG = config["adaprelora"]
-APL_FIGURES = ["score_memory", "learning_curves", "lr_sensitivity"]
+APL_FIGURES = ["score_memory", "learning_curves", "lr_sensitivity", "accuracy_steps"]
 APL_KEYS = ("classification", "lm", "optim", "methods", "grid", "damping_grid", "tasks", "tune", "seeds", "check_layers")
 # the data-to-text task needs the lm_assets model unless a model is configured (paper scale)
 APL_MODEL = [] if (APL_CFG["lm"]["model"] or "data_to_text" not in APL_CFG["tasks"]) else [lm_model_file(APL_CFG["lm"]["asset"])]

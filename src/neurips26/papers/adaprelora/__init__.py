@@ -40,4 +40,18 @@ def check_config(block: dict) -> list[str]:
             problems.append(f"{part}.n_val: the validation split must be smaller than {part}.n_train")
         if c.get("steps", 3) < 3:
             problems.append(f"{part}.steps: at least 3 steps (the memory of step 2 is measured)")
+    c = block.get("classification", {})
+    horizon = c.get("horizon", 0)
+    if horizon:
+        if horizon < c.get("steps", 3):
+            problems.append(f"classification.horizon: {horizon} is below classification.steps ({c.get('steps')}); "
+                            "the long horizon runs at least the short budget")
+        bad = [s for s in c.get("horizon_at", []) if s > horizon]
+        if bad:
+            problems.append(f"classification.horizon_at: {bad} lie past classification.horizon ({horizon})")
+        if "adaprelora" not in c.get("horizon_methods", ["adaprelora"]):
+            problems.append("classification.horizon_methods: 'adaprelora' must be listed (the method of the paper)")
+        missing = [m for m in c.get("horizon_methods", []) if m not in methods]
+        if missing:
+            problems.append(f"classification.horizon_methods: {missing} are not in methods (tuned and trained at the short budget first)")
     return problems

@@ -27,6 +27,7 @@ from neurips26.core import claims, tuning
 
 P = "adaprelora"
 BASELINES = ("adamw", "loraplus", "scaled_adamw", "lora_pro", "adafactor_proj")
+LONG_IDS = ("converged_long", "competitive_adamw_long", "improves_long")
 TRACK_IDS = ("converged", *(f"competitive_{b}" for b in BASELINES), "improves", "state_below_lora_pro",
              "state_below_full_adafactor")
 
@@ -51,7 +52,7 @@ def claim_rows(summary: dict, scale: str, spec=None) -> list[dict]:
         _task(sheet, tr, task, t)
     for tr in ("cls", "gen"):
         if tr not in seen:
-            for i in TRACK_IDS:
+            for i in TRACK_IDS + (LONG_IDS if tr == "cls" else ()):
                 sheet.untested(f"{tr}_{i}", f"no {'data-to-text' if tr == 'gen' else 'classification'} task was run")
     _memory(sheet, tasks)
     _checks(sheet, summary, tasks)
@@ -114,6 +115,8 @@ def _task(sheet: claims.Sheet, tr: str, task: str, t: dict) -> None:
             items = {"method_items": t["items"]["adaprelora"], "baseline_items": t["items"][best]}
         sheet.comparison(f"{tr}_improves", m, scores[best], method=f"adaprelora ({task})", baseline=best, how=how,
                          method_capped=capped.get("adaprelora", ""), baseline_capped=capped.get(best, ""), **items)
+    if tr == "cls":
+        _long(sheet, task, t)
     for base in ("lora_pro", "full_adafactor"):
         id = f"{tr}_state_below_{base}"
         seeds = t.get("state_bytes_seeds", {})
@@ -124,6 +127,59 @@ def _task(sheet: claims.Sheet, tr: str, task: str, t: dict) -> None:
                          baseline_value=claims.fmt(seeds[base]), how="bytes of the tensors in optimizer.state after training")
         else:
             sheet.untested(id, "the run records the state bytes of no single seed")
+
+
+def _long(sheet: claims.Sheet, task: str, t: dict) -> None:
+    """The classification rows at the long horizon, read from the long runs only (`t["long"]`: each
+    method trained for `classification.horizon` steps at the knobs tuned at the short budget)."""
+    L = t.get("long")
+    if not L:
+        for i in LONG_IDS:
+            sheet.untested(f"cls_{i}", "no long-horizon runs (classification.horizon is 0)")
+        return
+    steps, tuned_at = L["steps"], L["tuned_at"]
+    knobs = f"at {steps} steps, every method at the lr and damping its tune step chose at {tuned_at} steps"
+    scores, late = L["scores"], L["late_share"]
+    present = [b for b in BASELINES if b in scores]
+    if "adaprelora" not in scores:
+        for i in LONG_IDS:
+            sheet.untested(f"cls_{i}", f"AdaPreLoRA was not run at the long horizon on {task}")
+        return
+    if present:
+        n = len(late["adaprelora"])
+        worst = [max(late[m][k] for m in ["adaprelora", *present]) for k in range(n)]
+        sheet.target("cls_converged_long", values=worst, method=f"AdaPreLoRA and {', '.join(present)} ({task}, {steps} steps)",
+                     how=f"per seed the largest late share over the optimizers run {knobs}")
+    else:
+        sheet.untested("cls_converged_long", f"no LoRA optimizer was run at the long horizon on {task}")
+    m = scores["adaprelora"]
+    capped = t.get("capped", {})
+    if "adamw" in scores:
+        b = scores["adamw"]
+        diffs = [x - y for x, y in zip(m, b) if x is not None and y is not None]
+        values = set(_clean(list(m) + list(b)))
+        reason = ""
+        if len(diffs) >= claims.MIN_REPLICATES and len(values) == 1:
+            reason = f"both sides score {values.pop():g} on every seed (neither learned the task at this budget)"
+        note = "; ".join(x for x in (capped.get("adaprelora", ""), capped.get("adamw", "")) if x)
+        sheet.target("cls_competitive_adamw_long", values=diffs, method=f"adaprelora ({task}, {steps} steps)",
+                     baseline_value=claims.fmt(_clean(b)),
+                     how=f"per seed AdaPreLoRA - baseline, {knobs}" + (f" (capped: {note})" if note else ""),
+                     untested=reason)
+    else:
+        sheet.untested("cls_competitive_adamw_long", f"adamw was not run at the long horizon on {task}")
+    best = t.get("strongest")
+    if best not in BASELINES:
+        sheet.untested("cls_improves_long", "the tune step named no strongest LoRA optimizer on validation")
+    elif best not in scores:
+        sheet.untested("cls_improves_long", f"the strongest LoRA optimizer on validation ({best}) was not run at the long horizon")
+    else:
+        val = t.get("val_score", {}).get(best)
+        how = (f"strongest baseline named by the tune step from validation scores at the tuned knobs "
+               f"({float('nan') if val is None else val:.3g}, at {tuned_at} steps), before any test number; {knobs}")
+        sheet.comparison("cls_improves_long", m, scores[best], method=f"adaprelora ({task}, {steps} steps)", baseline=best,
+                         how=how, method_capped=capped.get("adaprelora", ""), baseline_capped=capped.get(best, ""),
+                         method_items=L["items"]["adaprelora"], baseline_items=L["items"][best])
 
 
 def _ratio_per_seed(tasks: dict, key: str, num: str, den: str) -> list[float] | None:

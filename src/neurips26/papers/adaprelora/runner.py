@@ -137,20 +137,50 @@ def make_optimizer(method: str, lr: float, block: dict, damping: float | None = 
 
 
 # ---------------------------------------------------------------- one run
+@torch.no_grad()
+def test_accuracy(net, data, batch_size: int = 256) -> tuple[float, list[int]]:
+    """Test accuracy and per-item correctness of a classifier on whatever device its parameters
+    are (the network is put in eval mode for the pass and back after it)."""
+    d = data.test
+    device = next(net.parameters()).device
+    was = net.training
+    net.eval()
+    try:
+        pred = torch.cat([net(d.hidden[i:i + batch_size].to(device), d.mask[i:i + batch_size].to(device)).argmax(1).cpu()
+                          for i in range(0, len(d.labels), batch_size)])
+    finally:
+        net.train(was)
+    correct = (pred == d.labels).int().tolist()
+    return float(np.mean(correct)), correct
+
+
 def run(task: str, data, method: str, lr: float, block: dict, seed: int, inputs: dict, out: Path, key: dict,
-        check: bool = False, check_layers: int = 4, damping: float | None = None, steps: int | None = None) -> dict:
+        check: bool = False, check_layers: int = 4, damping: float | None = None, steps: int | None = None,
+        record_at=()) -> dict:
+    """`record_at`: step counts (1..steps) after which the test accuracy is recorded along the run
+    (classification only): `res["at"]` the counts, `res["accuracy_at"]` and `res["items_at"]`
+    the accuracy and per-item correctness after that many optimizer steps."""
     from neurips26.papers.lora_harness import train
 
     c = block["lm" if is_lm(task) else "classification"]
     o = block["optim"]
+    steps = int(steps or c["steps"])
+    record_at = sorted({int(s) for s in record_at})
+    if record_at and is_lm(task):
+        raise ValueError(f"config key '{P}.classification.horizon_at': accuracy along a run is recorded on "
+                         f"classification tasks only, not '{task}'")
+    if record_at and (record_at[0] < 1 or record_at[-1] > steps):
+        raise ValueError(f"config key '{P}.classification.horizon_at': {record_at} must lie in 1..{steps} (the run's steps)")
     net = build_net(task, data, method, block, seed, inputs)
     make = make_optimizer(method, lr, block, damping)
-    steps = int(steps or c["steps"])
+    recorded = {}
 
     def after_step(_net, step):
         # AdaPreLoRA keeps the quantities of its last step for the closed-form check
         if check and step == steps - 2 and make.made is not None:
             make.made.record = True
+        if step + 1 in record_at:   # `step` optimizer steps done before this one: step + 1 after it
+            recorded[step + 1] = test_accuracy(_net, data)
 
     if torch.cuda.is_available():
         net = net.cuda()
@@ -168,6 +198,13 @@ def run(task: str, data, method: str, lr: float, block: dict, seed: int, inputs:
             v = float(scores[k])
             res[k] = v if math.isfinite(v) else None
     res["items"] = scores.get("correct") or scores.get("rouge_items")
+    if record_at:
+        if sorted(recorded) != record_at:
+            raise RuntimeError(f"{out}: accuracy recorded after {sorted(recorded)} steps, not {record_at} (a finished "
+                               "checkpoint was reused without its steps being run: remove the folder)")
+        res["at"] = record_at
+        res["accuracy_at"] = [recorded[s][0] for s in record_at]
+        res["items_at"] = [recorded[s][1] for s in record_at]
     if check and make.made is not None and getattr(make.made, "last", None):
         picked = dict(sorted(make.made.last.items())[:check_layers])
         res["closed_form_check"] = closed_form_check(picked)

@@ -150,6 +150,9 @@ def train(params, inputs, out: Path):
         tracking.active().log_metrics({f"{method}_{runner.primary_metric(task)}": _score(res, task)})
         print(f"train {task} seed {seed} {method} lr {tuned[method]:g} damping {damping.get(method)}: {runner.primary_metric(task)} {_score(res, task):.4f} "
               f"state {res['state_bytes']} B peak {res['peak_bytes']} B ({res['peak_kind']})", flush=True)
+    long = None
+    if not runner.is_lm(task) and horizon_methods(params, tuned_all.get("strongest")):
+        long, timing["long"] = train_long(params, inputs, out, task, seed, data, tuned, damping, tuned_all.get("strongest"))
     from neurips26.papers.lora_harness import models
 
     net = runner.build_net(task, data, "adaprelora", params, seed, inputs)
@@ -157,9 +160,55 @@ def train(params, inputs, out: Path):
     others = sum(q.numel() for q in net.parameters() if q.requires_grad) - sum(p["r"] * (p["m"] + p["n"]) for p in pairs)
     io.write_json(out / "metrics.json", _sig({"task": task, "seed": seed, "metric": runner.primary_metric(task),
                                               "methods": methods, "closed_form_check": check, "pairs": pairs,
-                                              "other_trainable": int(others), "beta1": params["optim"]["beta1"]}))
+                                              "other_trainable": int(others), "beta1": params["optim"]["beta1"],
+                                              **({"long": long} if long else {})}))
     io.write_json(out / "timing.json", {"seconds": time.perf_counter() - started, "fit_seconds": timing})
     return [out / "metrics.json", out / "timing.json"]
+
+
+def horizon_methods(params: dict, strongest: str | None) -> list[str]:
+    """The methods trained at the long horizon (`classification.horizon`, 0: none): those listed in
+    `classification.horizon_methods` and the strongest LoRA optimizer the tune step named on
+    validation, in the order of `methods`."""
+    c = params["classification"]
+    if not c.get("horizon"):
+        return []
+    want = set(c.get("horizon_methods") or ()) | ({strongest} if strongest else set())
+    return [m for m in params["methods"] if m in want]
+
+
+def train_long(params, inputs, out: Path, task: str, seed: int, data, tuned: dict, damping: dict, strongest):
+    """The long-horizon runs of one classification seed: each method of `horizon_methods` trained for
+    `classification.horizon` steps (its own linear schedule over that budget) at the lr and damping
+    its tune step chose at the short budget (`classification.steps`), on the seed's data and
+    minibatches; the test accuracy is recorded after each count of `classification.horizon_at`.
+    Returns the metrics block and the fit seconds per method."""
+    import shutil
+
+    import torch
+
+    from . import runner
+
+    c = params["classification"]
+    horizon, at = int(c["horizon"]), sorted({int(s) for s in c["horizon_at"]} | {int(c["horizon"])})
+    key = {"stage": "train_long", **_settings(params)}
+    # the accuracies along a run are recorded only while its steps run: no finished checkpoint is reused
+    shutil.rmtree(out / "runs_long", ignore_errors=True)
+    block, seconds = {}, {}
+    for method in horizon_methods(params, strongest):
+        torch.manual_seed(seed)
+        res = runner.run(task, data, method, tuned[method], params, seed, inputs, out / "runs_long" / method, key,
+                         damping=damping.get(method), steps=horizon, record_at=at)
+        losses = res.pop("losses")
+        every = max(1, len(losses) // CURVE_POINTS)
+        seconds[method] = res["seconds"]
+        block[method] = {"lr": res["lr"], "damping": res["damping"], "accuracy": res["accuracy"], "items": res["items"],
+                         "accuracy_at": res["accuracy_at"], "items_at": res["items_at"],
+                         "loss_curve": [float(np.mean(losses[i:i + every])) for i in range(0, len(losses), every)],
+                         "curve_every": every, "final_loss": float(np.mean(losses[-every:]))}
+        print(f"train {task} seed {seed} {method} at {horizon} steps (knobs tuned at {c['steps']}): accuracy "
+              + ", ".join(f"{a:.4f} after {s}" for s, a in zip(at, res["accuracy_at"])), flush=True)
+    return {"steps": horizon, "tuned_at": int(c["steps"]), "at": at, "strongest": strongest, "methods": block}, seconds
 
 
 # ---------------------------------------------------------------- figures
@@ -211,6 +260,11 @@ def fixed_records(params: dict) -> list:
     same = "the same for every method (the harness's budget)"
     out.append(tuning.fixed("all methods", "steps", f"{params['classification']['steps']} (classification), "
                             f"{params['lm']['steps']} (data-to-text)", f"{same}; the default DAG's time"))
+    c = params["classification"]
+    if c.get("horizon"):
+        out.append(tuning.fixed(", ".join(c.get("horizon_methods") or []) + " and the strongest on validation", "horizon",
+                                f"{c['horizon']} steps (classification), accuracy after {sorted(set(c['horizon_at']) | {c['horizon']})}",
+                                f"the *_long rows; every knob as tuned at {c['steps']} steps (not re-tuned at the horizon)"))
     out.append(tuning.fixed("all methods", "schedule", f"{o['schedule']}, warm-up {o['warmup']}", same))
     out.append(tuning.fixed("all methods", "weight_decay", o["weight_decay"], same))
     for m in methods:
@@ -251,6 +305,14 @@ def claims_summary(params: dict, tunes: dict, runs: dict) -> dict:
              "late_share": {m: [late_share(r["methods"][m]["loss_curve"]) for r in seed_runs] for m in methods},
              "peak_kind": seed_runs[0]["methods"]["adaprelora"]["peak_kind"],
              "state_predicted": predicted_state_bytes(seed_runs[0], seed_runs[0]["beta1"])}
+        long = [r.get("long") for r in seed_runs]
+        if all(long):
+            lm = list(long[0]["methods"])
+            t["long"] = {"steps": long[0]["steps"], "tuned_at": long[0]["tuned_at"], "at": long[0]["at"],
+                         "scores": {m: [x["methods"][m]["accuracy"] for x in long] for m in lm},
+                         "items": {m: [x["methods"][m]["items"] for x in long] for m in lm},
+                         "accuracy_at": {m: [x["methods"][m]["accuracy_at"] for x in long] for m in lm},
+                         "late_share": {m: [late_share(x["methods"][m]["loss_curve"]) for x in long] for m in lm}}
         if metric == "bleu":
             for extra in ("exact_match", "rouge_l"):
                 t[extra] = {m: [r["methods"][m][extra] for r in seed_runs] for m in methods}
@@ -269,6 +331,32 @@ def claims_summary(params: dict, tunes: dict, runs: dict) -> dict:
 
 def _fix_none(vals):
     return [v if v is not None else float("nan") for v in vals]
+
+
+def accuracy_steps(params: dict, tunes: dict, runs: dict, path: Path) -> None:
+    """Test accuracy against steps of the long-horizon runs (mean and min-max over seeds per
+    method), with each method's short-budget run as an open marker at its own budget."""
+    cls = [t for t in params["tasks"] if all(r.get("long") for r in runs[t])]
+    fig, axes = plotting.figure(ncols=max(1, len(cls)), width=4.6, height=3.8)
+    if not cls:
+        ax = axes[0, 0]
+        ax.text(0.5, 0.5, "no long-horizon runs\n(classification.horizon is 0, or no classification task)",
+                ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+    for col, task in enumerate(cls):
+        ax, L = axes[0, col], runs[task][0]["long"]
+        for m in L["methods"]:
+            plotting.mean_band(ax, L["at"], [r["long"]["methods"][m]["accuracy_at"] for r in runs[task]],
+                               f"{LABELS[m]} (lr {tunes[task]['tuned'][m]:g})", COLOURS[m])
+            short = np.asarray(_fix_none([r["methods"][m]["accuracy"] for r in runs[task]]), dtype=float)
+            ax.errorbar([L["tuned_at"]], [np.nanmean(short)], yerr=[np.nanstd(short)], fmt="o", mfc="none",
+                        color=COLOURS[m], capsize=3)
+        ax.set_xlabel("optimizer steps")
+        ax.set_ylabel("test accuracy")
+        ax.set_title(f"{task}: test accuracy vs steps ({len(runs[task])} seeds)\n{L['steps']}-step runs at the knobs tuned "
+                     f"at {L['tuned_at']} steps; open: the {L['tuned_at']}-step runs", fontsize=7)
+        ax.legend(fontsize=6)
+    plotting.save(fig, path)
 
 
 def figures(params, inputs, out: Path):
@@ -324,6 +412,8 @@ def figures(params, inputs, out: Path):
         if col == 0:
             ax.legend(fontsize=6)
     plotting.save(fig, figdir / "lr_sensitivity.png")
+
+    accuracy_steps(params, tunes, runs, figdir / "accuracy_steps.png")
 
     records = [r for t in tasks for r in records_of(tunes[t])] + fixed_records(params)
     tuning.write_csv(out / "tuning.csv", P, records)
