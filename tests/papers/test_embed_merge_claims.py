@@ -25,7 +25,9 @@ def _method(norm: float, items: bool, val: float | None = None) -> dict:
 def _summary(ours: float, baselines: float, share_ratio: float, items: bool = True, experts: float = 0.8) -> dict:
     methods = {"weight_averaging": _method(baselines - 0.1, items), "tsv_merge": _method(baselines, items),
                "task_arithmetic": _method(baselines - 0.05, items), "embed_mean_posthoc": _method(baselines - 0.02, items),
-               "embed_mean": _method(ours, items), "embed_aligned": _method(ours + (0.05 if ours > baselines else -0.05), items)}
+               "embed_mean": _method(ours, items), "embed_aligned": _method(ours + (0.05 if ours > baselines else -0.05), items),
+               # the controls: the same averaging inside a random subspace of the same rank, and LoRA
+               "random_subspace_mean": _method(baselines - 0.12, items), "lora_mean": _method(baselines - 0.12, items)}
     chance = [0.2, 0.21, 0.19]
     return {"vision": {"tasks": 8, "methods": methods, "holds_fixed": "",
                        "experts": [experts, experts + 0.01, experts - 0.01], "pretrained": [0.33, 0.35, 0.31],
@@ -38,7 +40,13 @@ def _rows(summary, scale="default", records=None):
 
 
 CLAIMS = [f"{k}_vision" for k in ("beats_weight_averaging", "beats_task_arithmetic", "inspace_beats_posthoc",
-                                  "aligned_beats_mean", "beats_field", "updates_in_pretrained_space")]
+                                  "aligned_beats_mean", "beats_field", "updates_in_pretrained_space",
+                                  "pretrained_space_beats_random_subspace", "pretrained_space_beats_lora")]
+# the four vision rows that credit the pre-trained subspace, and their random-subspace nulls
+CREDIT = {"beats_weight_averaging_vision": "random_subspace_beats_weight_averaging_vision",
+          "beats_task_arithmetic_vision": "random_subspace_beats_task_arithmetic_vision",
+          "inspace_beats_posthoc_vision": "random_subspace_beats_posthoc_vision",
+          "beats_field_vision": "random_subspace_beats_field_vision"}
 
 
 @pytest.mark.parametrize("items", [True, False])
@@ -65,17 +73,74 @@ def test_experts_no_better_than_the_pretrained_backbone_leave_every_row_of_the_d
 
 
 def test_a_baseline_that_merging_nothing_beats_cannot_give_a_yes():
-    # the pre-trained backbone alone (normalised 0.9) is ahead of weight averaging (0.5) by far:
-    # beating weight averaging no longer shows anything about the merge
+    # language keeps the pre-trained backbone as the null of its rows: alone (normalised 0.9) it is
+    # ahead of weight averaging (0.5) by far, so beating weight averaging shows nothing about the merge
     summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
-    summary["vision"]["pretrained_normalized"] = [0.9, 0.91, 0.89]
+    summary["language"] = summary.pop("vision")
+    summary["language"]["pretrained_normalized"] = [0.9, 0.91, 0.89]
     rows = _rows(summary)
-    assert rows["nomerge_beats_weight_averaging_vision"]["reproduced"] == "yes"
-    assert rows["nomerge_beats_weight_averaging_vision"]["role"] == "null"
-    for i in ("beats_weight_averaging_vision", "beats_task_arithmetic_vision", "beats_field_vision"):
+    assert rows["nomerge_beats_weight_averaging_language"]["reproduced"] == "yes"
+    assert rows["nomerge_beats_weight_averaging_language"]["role"] == "null"
+    for i in ("beats_weight_averaging_language", "beats_task_arithmetic_language", "beats_field_language",
+              "posthoc_beats_weight_averaging_language"):
         assert rows[i]["reproduced"] == "untested" and "null control" in rows[i]["criterion"], i
     # the rows without a baseline-beating null are still decided
-    assert rows["inspace_beats_posthoc_vision"]["reproduced"] == "yes"
+    assert rows["inspace_beats_posthoc_language"]["reproduced"] == "yes"
+
+
+def test_the_random_subspace_control_is_the_null_of_the_rows_that_credit_the_pretrained_subspace():
+    # the review's rerun: fine-tuning inside a random subspace of the same rank and averaging does
+    # as well as the pre-trained subspace (0.77 against 0.77) and beats every baseline by far
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    summary["vision"]["methods"]["random_subspace_mean"] = _method(0.8, True)
+    rows = _rows(summary)
+    for row, null in CREDIT.items():
+        assert rows[null]["role"] == "null" and rows[null]["reproduced"] == "yes", null
+        assert rows[row]["reproduced"] == "untested", row
+        assert f"null control '{null}'" in rows[row]["criterion"], row
+    # the direct comparison with the control is decided: no gain over the random subspace
+    assert rows["pretrained_space_beats_random_subspace_vision"]["reproduced"] == "no"
+    assert rows["pretrained_space_beats_lora_vision"]["reproduced"] == "yes"
+    # with the control well below the baselines the four rows are decided again
+    rows = _rows(_summary(ours=0.8, baselines=0.6, share_ratio=2.0))
+    assert {rows[r]["reproduced"] for r in CREDIT} == {"yes"}
+    assert {rows[n]["reproduced"] for n in CREDIT.values()} == {"no"}
+
+
+def test_the_controls_are_not_among_the_fields_methods():
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    summary["vision"]["methods"]["lora_mean"] = _method(0.95, True, val=0.99)
+    summary["vision"]["methods"]["random_subspace_mean"] = _method(0.5, True, val=0.99)
+    assert _rows(summary)["beats_field_vision"]["baseline"] == "tsv_merge"
+
+
+def test_both_readings_of_the_method_have_their_rows():
+    # in-space fine-tuning (embed_mean) and the post-hoc projection of full fine-tunes, side by side
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    summary["vision"]["methods"]["embed_mean_posthoc"] = _method(0.5, True)
+    rows = _rows(summary)
+    assert rows["beats_field_vision"]["reproduced"] == "yes"
+    assert rows["posthoc_beats_field_vision"]["method"] == "embed_mean_posthoc"
+    assert rows["posthoc_beats_field_vision"]["reproduced"] == "no"
+    assert rows["posthoc_beats_weight_averaging_vision"]["reproduced"] == "no"
+    # the better post-hoc merge is picked on validation
+    summary["vision"]["methods"]["embed_aligned_posthoc"] = _method(0.9, True, val=0.99)
+    rows = _rows(summary)
+    assert rows["posthoc_beats_field_vision"]["method"] == "embed_aligned_posthoc"
+    assert rows["posthoc_beats_field_vision"]["reproduced"] == "yes"
+
+
+def test_the_absolute_share_is_judged_against_its_band_beside_the_ratio():
+    # the review's case: 1.7 times chance passes the ratio row while 69% of the energy lies outside
+    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
+    summary["vision"]["share"], summary["vision"]["chance"] = [0.308, 0.31, 0.306], [0.182, 0.1821, 0.1819]
+    rows = _rows(summary)
+    assert rows["updates_in_pretrained_space_vision"]["reproduced"] == "yes"
+    assert "ratio to chance" in rows["updates_in_pretrained_space_vision"]["claim"]
+    absolute = rows["updates_confined_to_pretrained_space_vision"]
+    assert absolute["reproduced"] == "no" and absolute["method_value"].startswith("0.308")
+    summary["vision"]["share"] = [0.8, 0.82, 0.78]
+    assert _rows(summary)["updates_confined_to_pretrained_space_vision"]["reproduced"] == "yes"
 
 
 def test_domains_the_scale_does_not_run_are_untested_with_the_reason():

@@ -141,7 +141,8 @@ def test_task_arithmetic_is_tuned_on_the_same_grid_as_the_embedding_methods():
     assert len(grid) >= 4 and grid == sorted(grid)
     assert steps.scale_grid("ties", {**g, "scales": {"ties": [1.0]}}) == [1.0]  # an override is per method
     assert {steps.source_of(m) for m in ("embed_mean", "embed_aligned")} == {"subspace"}
-    assert {steps.source_of(m) for m in g["methods"] if m not in ("embed_mean", "embed_aligned")} == {"full"}
+    assert {steps.source_of(m) for m in g["methods"]
+            if m not in ("embed_mean", "embed_aligned", "random_subspace_mean", "lora_mean")} == {"full"}
 
 
 def test_merge_memory_check_names_the_config_key():
@@ -187,3 +188,109 @@ def test_the_scale_grid_extends_past_an_edge_holding_the_best_validation_score()
     scale, _, grown, recs = steps.tune_scale(evaluate, grid, method="weight_averaging", uses_scale=False,
                                              setting="vision, 8 tasks", seed=0, extensions=3)
     assert scale == 1.0 and grown == [1.0] and recs[0].status == "fixed"
+
+
+# ---------------------------------------------------------------- the controls of the pre-trained subspace
+def _vit(seed=0):
+    from neurips26.papers.embed_merge import models
+
+    torch.manual_seed(seed)
+    return models.TinyViT(8, 4, 3, 16, 1, 2, 2.0).double()
+
+
+def test_random_subspace_fine_tunes_stay_in_one_random_basis_of_the_pretrained_rank_shared_by_the_tasks():
+    space = method.EmbeddingSpace(rank_mode="fixed", rank=5)
+    vits, pre = [], _vit().state_dict()
+    for task in range(2):  # two tasks of one seed: the same bases
+        vit = _vit()
+        method.confine_to_subspace(vit, space, "random_subspace", seed=11)
+        torch.manual_seed(task)
+        for p in vit.parameters():
+            if p.requires_grad:
+                p.data.normal_()
+        method.release_subspace(vit)
+        vits.append(vit.state_dict())
+    gen = torch.Generator().manual_seed(11)
+    for name, w0 in pre.items():
+        if not method.is_matrix(name, w0):
+            assert all(torch.equal(v[name], w0) for v in vits), name  # frozen
+            continue
+        ru, rv = method.random_basis(w0, space, gen)  # drawn matrix by matrix in the same order
+        r = min(5, *w0.shape)
+        assert ru.shape == (w0.shape[0], r) and rv.shape == (w0.shape[1], r)
+        np.testing.assert_allclose((ru.T @ ru).numpy(), np.eye(r), atol=1e-10)
+        for v in vits:
+            d = (v[name] - w0).numpy()
+            pu, pv = ru.numpy() @ ru.numpy().T, rv.numpy() @ rv.numpy().T
+            np.testing.assert_allclose(pu @ d @ pv, d, atol=1e-8)  # inside the random subspace
+        # not the pre-trained subspace: the random basis holds about r/d of U_r, not all of it
+        u, _ = method.pretrained_basis(w0, space)
+        if r < min(w0.shape):
+            assert np.linalg.norm(u.numpy().T @ ru.numpy()) ** 2 < 0.9 * r
+
+
+def test_lora_control_has_the_in_space_parameter_count_and_starts_at_the_pretrained_weights():
+    # brute force: the k whose k (d_out + d_in) entries come closest to r^2
+    for r, d_out, d_in in [(5, 16, 16), (12, 48, 16), (35, 64, 64), (3, 6, 7)]:
+        best = min(range(1, 50), key=lambda k: (abs(k * (d_out + d_in) - r * r), k))
+        assert method.lora_rank(r, d_out, d_in) == best
+    space = method.EmbeddingSpace(rank_mode="fixed", rank=8)
+    vit, pre = _vit(), _vit().state_dict()
+    sub = _vit()
+    n_sub = sum(p.numel() for p in method.confine_to_subspace(sub, space, "subspace"))
+    trainable = method.confine_to_subspace(vit, space, "lora", seed=3)
+    n_lora = sum(p.numel() for p in trainable)
+    assert abs(n_lora - n_sub) <= 0.25 * n_sub
+    for name, w in vit.state_dict().items():  # B = 0 at start: the pre-trained model
+        if name in pre:
+            assert torch.allclose(w, pre[name])
+    for p in trainable:
+        p.data.normal_()
+    method.release_subspace(vit)
+    for name, w0 in pre.items():
+        if method.is_matrix(name, w0):
+            k = method.lora_rank(min(8, *w0.shape), *w0.shape)
+            assert np.linalg.matrix_rank((vit.state_dict()[name] - w0).numpy(), tol=1e-8) == min(k, *w0.shape)
+
+
+def test_the_control_merges_average_their_own_fine_tunes():
+    rng = np.random.default_rng(0)
+    pre = {"w.weight": torch.from_numpy(rng.standard_normal((4, 3))), "w.bias": torch.zeros(4, dtype=torch.float64)}
+    fts = [{k: v + torch.from_numpy(rng.standard_normal(v.shape)) for k, v in pre.items()} for _ in range(3)]
+    for name, source in (("random_subspace_mean", "random_subspace"), ("lora_mean", "lora")):
+        assert steps.source_of(name) == source
+        merged = baselines.make(name, {}).merge(pre, fts, scale=0.5)
+        for k in pre:
+            ref = pre[k].numpy() + 0.5 * np.mean([f[k].numpy() - pre[k].numpy() for f in fts], axis=0)
+            np.testing.assert_allclose(merged[k].numpy(), ref, atol=1e-12)
+    assert steps.source_of("embed_mean") == "subspace" and steps.source_of("tsv_merge") == "full"
+
+
+def test_tuned_learning_rates_replace_the_recipes_and_the_default_config_tunes_them():
+    v = {"kind": "vision", "finetune": {"lr": 5e-4, "steps": 3}, "subspace_finetune": {"lr": 1e-3, "steps": 3},
+         "controls": ["random_subspace", "lora"], "lr_tuning": {"seed": 100, "modes": ["subspace", "lora"], "grids": {}}}
+    assert steps.modes(v) == ["full", "subspace", "random_subspace", "lora"]
+    lrs = {"subspace": 4e-3, "lora": 8e-3}
+    assert [steps.recipe(v, m, lrs)["lr"] for m in steps.modes(v)] == [5e-4, 4e-3, 1e-3, 8e-3]
+    assert steps.recipe(v, "random_subspace", lrs)["steps"] == 3  # the controls share the in-space recipe
+    with pytest.raises(ValueError, match="lr_tuning.modes"):
+        steps.recipe(v, "subspace", {})
+    block = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["embed_merge"]
+    lang, vision = block["variants"]["language"], block["variants"]["vision"]
+    # the review: the in-space lr of language was untuned and its scale chosen on 24 sentences per task
+    assert "subspace" in lang["lr_tuning"]["modes"] and lang["data"]["val_size"] >= 100
+    assert set(vision["lr_tuning"]["modes"]) == {"subspace", "random_subspace", "lora"}
+    assert {"random_subspace_mean", "lora_mean"} <= set(block["merge"]["methods"])
+    for v in (lang, vision):
+        assert v["lr_tuning"]["seed"] not in block["seeds"]
+
+
+def test_check_config_refuses_a_tuning_seed_among_the_test_seeds_and_a_control_not_trained():
+    from neurips26.papers.embed_merge import check_config
+
+    block = {"seeds": [0, 1], "run_variants": ["v"], "merge": {"methods": ["lora_mean"]},
+             "variants": {"v": {"kind": "vision", "tasks": ["a"], "task_counts": [1], "finetune": {}, "subspace_finetune": {},
+                                "pretrain": {}, "lr_tuning": {"seed": 1, "modes": ["subspace"], "grids": {"subspace": [1e-3]}}}}}
+    problems = check_config(block)
+    assert any("lr_tuning.seed" in p for p in problems)
+    assert any(p.startswith("merge.methods: lora_mean") and "controls" in p for p in problems)

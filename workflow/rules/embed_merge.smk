@@ -1,5 +1,5 @@
 # embed_merge: model merging in a low-rank model embedding space.
-# pretrain (vision domain, once) -> train (domain x seed: full and in-space fine-tunes of every
+# pretrain (vision domain, once) -> tune_lr (domain x constrained mode, on the tuning seed) -> train (domain x seed: full and in-space fine-tunes of every
 # task) -> merge (domain x seed; each scaled method's scale by the tuning protocol) -> figures
 EM = "results/embed_merge"
 EM_FIGURES = ["accuracy_vs_tasks", "methods_at_max_tasks", "per_task", "subspace_share"]
@@ -34,6 +34,37 @@ use rule neurips26_step as embed_merge_pretrain with:
         ),
 
 
+use rule neurips26_step as embed_merge_tune_lr with:
+    input:
+        # the pre-trained ViT a vision domain's fine-tunes start from (none for the other kinds)
+        unpack(
+            lambda wildcards: (
+                {"pretrain": f"{EM}/pretrain/{wildcards.variant}/pretrain.json"}
+                if config["embed_merge"]["variants"][wildcards.variant]["kind"] == "vision"
+                else {}
+            )
+        ),
+    output:
+        lr=f"{EM}/tune_lr/{{variant}}/{{mode}}/lr.json",
+    params:
+        step="embed_merge tune_lr",
+        args=paper_params("embed_merge", "method", "seeds", wildcards_in=("mode",)),
+        code=code_stamp("embed_merge"),
+        out=folder_of("output", "lr"),
+        inputs=cli_inputs(optional_input("pretrain", folder_of("input", "pretrain"))),
+    log:
+        f"{EM}/logs/tune_lr/{{variant}}_{{mode}}.log",
+    benchmark:
+        f"{EM}/benchmarks/tune_lr/{{variant}}_{{mode}}.tsv"
+    resources:
+        **job_resources(
+            config["embed_merge"]["resources"]["train_mem_mb"],
+            config["embed_merge"]["resources"]["train_runtime_min"],
+            config["embed_merge"]["resources"]["train_gpus"],
+            training=True,
+        ),
+
+
 use rule neurips26_step as embed_merge_train with:
     input:
         EM_CHECKPOINTS,
@@ -45,6 +76,11 @@ use rule neurips26_step as embed_merge_train with:
                 else {}
             )
         ),
+        # the tuned learning rates of the constrained fine-tunes (lr_tuning.modes; none when not tuned)
+        lr=lambda wildcards: [
+            f"{EM}/tune_lr/{wildcards.variant}/{mode}/lr.json"
+            for mode in config["embed_merge"]["variants"][wildcards.variant].get("lr_tuning", {}).get("modes", [])
+        ],
     output:
         pretrained=f"{EM}/train/{{variant}}/seed{{seed}}/pretrained.safetensors",
         info=f"{EM}/train/{{variant}}/seed{{seed}}/train.json",
@@ -53,7 +89,10 @@ use rule neurips26_step as embed_merge_train with:
         args=paper_params("embed_merge", "method"),
         code=code_stamp("embed_merge"),
         out=folder_of("output", "info"),
-        inputs=cli_inputs(optional_input("pretrain", folder_of("input", "pretrain"))),
+        inputs=cli_inputs(
+            optional_input("pretrain", folder_of("input", "pretrain")),
+            optional_input("lr", folder_of("input", "lr", up=2)),
+        ),
     log:
         f"{EM}/logs/train/{{variant}}_seed{{seed}}.log",
     benchmark:

@@ -1,10 +1,12 @@
 """Model merging in a low-rank model embedding space (embed_merge)."""
 
 TITLE = "Model merging in a low-rank model embedding space"
-STEPS = ("pretrain", "train", "merge", "figures")
+STEPS = ("pretrain", "tune_lr", "train", "merge", "figures")
 
 _KNOWN_METHODS = ("weight_averaging", "task_arithmetic", "ties", "dare", "tsv_merge", "iso_c",
-                  "embed_mean", "embed_aligned", "embed_mean_posthoc", "embed_aligned_posthoc")
+                  "embed_mean", "embed_aligned", "embed_mean_posthoc", "embed_aligned_posthoc",
+                  "random_subspace_mean", "lora_mean")
+_CONTROLS = {"random_subspace_mean": "random_subspace", "lora_mean": "lora"}  # merge -> the fine-tunes it needs
 _IN_SPACE = ("embed_mean", "embed_aligned")  # merge models fine-tuned inside the pre-trained space
 
 
@@ -30,6 +32,15 @@ def check_config(block: dict) -> list[str]:
             if used:
                 problems.append(f"merge.methods: {', '.join(used)} merge models fine-tuned inside the pre-trained space, "
                                 f"which the clip variant '{name}' does not have (use the *_posthoc ablations)")
+        lt = v.get("lr_tuning")
+        if lt:
+            for m in lt.get("modes", []):
+                if m not in ("subspace", *v.get("controls", [])):
+                    problems.append(f"variants.{name}.lr_tuning.modes: '{m}' is neither 'subspace' nor one of controls")
+                if m not in lt.get("grids", {}):
+                    problems.append(f"variants.{name}.lr_tuning.grids: no grid for '{m}'")
+            if lt.get("seed") in block.get("seeds", []):
+                problems.append(f"variants.{name}.lr_tuning.seed: {lt.get('seed')} is one of the test seeds")
         if v.get("kind") == "vision":
             if "pretrain" not in v:
                 problems.append(f"variants.{name}.pretrain: missing")
@@ -40,6 +51,11 @@ def check_config(block: dict) -> list[str]:
             if m.get("dim", 0) % max(1, m.get("heads", 1)):
                 problems.append(f"variants.{name}.model.dim: {m.get('dim')} is not divisible by heads {m.get('heads')}")
     merge = block.get("merge", {})
+    trained = {c for n in block.get("run_variants", []) for c in block.get("variants", {}).get(n, {}).get("controls", [])}
+    for m, mode in _CONTROLS.items():  # a domain without the control's fine-tunes skips its merge
+        if m in merge.get("methods", []) and block.get("run_variants") and mode not in trained:
+            problems.append(f"merge.methods: {m} merges the '{mode}' fine-tunes, which no domain of run_variants "
+                            f"lists under controls")
     for m in merge.get("methods", []):
         if m not in _KNOWN_METHODS:
             problems.append(f"merge.methods: unknown method '{m}'; known: {', '.join(_KNOWN_METHODS)}")

@@ -260,6 +260,32 @@ class EmbedAlignedPosthoc(EmbedAligned):
     reference = "ablation: full fine-tunes projected onto the pre-trained space, aligned average"
 
 
+# Controls of the pre-trained subspace: the same averaging of models fine-tuned inside a random
+# subspace of the same rank (W0 + R_u E R_v^T) or with a LoRA of the same parameter count
+# (W0 + B A). Their fine-tunes share one random basis (one LoRA A at start) per seed, and only the
+# matrices move, so averaging the models' updates is averaging their embeddings in that space:
+# theta = theta_0 + lambda mean_t tau_t (as embed_mean of in-space fine-tunes).
+class _MeanUpdate(MergeMethod):
+    def update(self, pretrained, finetuned):
+        tvs = task_vectors(pretrained, finetuned)
+        return {k: torch.stack([tv[k] for tv in tvs]).mean(0) for k in pretrained}
+
+
+@register
+class RandomSubspaceMean(_MeanUpdate):
+    name = "random_subspace_mean"
+    reference = "control: fine-tunes inside a random subspace of the pre-trained rank, averaged"
+
+
+@register
+class LoRAMean(_MeanUpdate):
+    name = "lora_mean"
+    reference = "control: same-parameter LoRA fine-tunes (Hu et al., ICLR 2022), averaged"
+
+
+CONTROLS = {"random_subspace_mean": "random_subspace", "lora_mean": "lora"}  # method -> fine-tunes it merges
+
+
 def make(name: str, settings: dict) -> MergeMethod:
     if name not in METHODS:
         raise KeyError(f"config key 'embed_merge.merge.methods': unknown method '{name}'; known: {sorted(METHODS)}")

@@ -21,12 +21,23 @@ from neurips26.core import claims, tuning
 P = "embed_merge"
 OURS = ("embed_mean", "embed_aligned")
 ABLATIONS = ("embed_mean_posthoc", "embed_aligned_posthoc")  # ours on projected full fine-tunes: not "the field's"
+CONTROLS = ("random_subspace_mean", "lora_mean")  # the same averaging without the pre-trained subspace: not "the field's"
 # the domains claims.yaml declares, and the merge comparisons each in-space domain carries
 DOMAINS = ("vision", "language", "clip_vit_b32", "clip_vit_l14")
 PAIRS = {"beats_weight_averaging": ("embed_mean", "weight_averaging"),
          "beats_task_arithmetic": ("embed_mean", "task_arithmetic"),
          "inspace_beats_posthoc": ("embed_mean", "embed_mean_posthoc"),
-         "aligned_beats_mean": ("embed_aligned", "embed_mean")}
+         "aligned_beats_mean": ("embed_aligned", "embed_mean"),
+         # the controls of the pre-trained subspace: the same averaging inside a random subspace of
+         # the same rank (the nulls of the rows that credit the pre-trained subspace) and LoRA
+         "random_subspace_beats_weight_averaging": ("random_subspace_mean", "weight_averaging"),
+         "random_subspace_beats_task_arithmetic": ("random_subspace_mean", "task_arithmetic"),
+         "random_subspace_beats_posthoc": ("random_subspace_mean", "embed_mean_posthoc"),
+         "pretrained_space_beats_random_subspace": ("embed_mean", "random_subspace_mean"),
+         "pretrained_space_beats_lora": ("embed_mean", "lora_mean")}
+# the post-hoc reading of the method (full fine-tunes projected onto the pre-trained space), beside
+# the in-space reading: rows posthoc_beats_<key>, the better post-hoc merge by validation
+POSTHOC_PAIRS = {"posthoc_beats_weight_averaging": "weight_averaging", "posthoc_beats_task_arithmetic": "task_arithmetic"}
 
 
 def _mean(xs):
@@ -38,7 +49,7 @@ def field_choice(v: str, dom: dict) -> tuple[str | None, tuning.Record | None]:
     the pre-trained backbone is a control, never a candidate) by mean validation score over the
     seeds (`core.tuning.strongest`), named before any test number is read."""
     methods = dom["methods"]
-    base = [m for m in methods if m not in OURS and m not in ABLATIONS]
+    base = [m for m in methods if m not in OURS and m not in ABLATIONS and m not in CONTROLS]
     if not base:
         return None, None
     scores = {m: _mean(methods[m]["val"]) for m in base}
@@ -94,15 +105,24 @@ def claim_rows(summary: dict, scale: str, spec=None, records: list | None = None
         for key, (method, baseline) in PAIRS.items():
             if f"{key}_{v}" in sheet.spec:
                 compare(f"{key}_{v}", method, baseline)
-        if f"beats_field_{v}" in sheet.spec:
-            # both picks on the validation splits (mean over seeds), never on the test scores compared
-            ours = [m for m in OURS if m in methods]
-            strongest, _ = field_choice(v, dom)
+        strongest, _ = field_choice(v, dom)
+        posthoc = [m for m in ABLATIONS if m in methods]
+        best_posthoc = max(posthoc, key=lambda m: _mean(methods[m]["val"])) if posthoc else "embed_mean_posthoc"
+        for key, baseline in POSTHOC_PAIRS.items():
+            if f"{key}_{v}" in sheet.spec:
+                compare(f"{key}_{v}", best_posthoc, baseline)
+        # the field rows: every pick on the validation splits (mean over seeds), never on the test scores compared
+        for id, candidates in ((f"beats_field_{v}", OURS), (f"posthoc_beats_field_{v}", ABLATIONS),
+                               (f"random_subspace_beats_field_{v}", ("random_subspace_mean",))):
+            if id not in sheet.spec:
+                continue
+            ours = [m for m in candidates if m in methods]
             if ours and strongest:
                 best = max(ours, key=lambda m: _mean(methods[m]["val"]))
-                compare(f"beats_field_{v}", best, strongest)
+                compare(id, best, strongest)
             else:
-                sheet.untested(f"beats_field_{v}", f"the {scale} config runs no {'merge of ours' if not ours else 'baseline'}")
+                sheet.untested(id, f"the {scale} config runs no {' or '.join(candidates) if not ours else 'baseline'}")
+        if f"nomerge_beats_field_{v}" in sheet.spec:
             if strongest:
                 nomerge(f"nomerge_beats_field_{v}", strongest)
             else:
@@ -112,9 +132,13 @@ def claim_rows(summary: dict, scale: str, spec=None, records: list | None = None
 
 
 def share_row(sheet: claims.Sheet, v: str, dom: dict) -> None:
-    """Per seed, the mean share over tasks divided by the mean chance share; the geometric mean
-    over seeds with a t interval of the log ratio, against the band ratio >= 1.5."""
+    """Two rows: per seed, the mean share over tasks divided by the mean chance share (the geometric
+    mean over seeds with a t interval of the log ratio, against the band ratio >= 1.5), and the
+    absolute share itself (t interval over seeds, against the declared band share >= 0.5)."""
     ratios = [s / c for s, c in zip(dom["share"], dom["chance"])]
-    how = (f"share {claims.fmt(dom['share'])} against chance {claims.fmt(dom['chance'])}"
-           + (f"; replicates hold fixed: {dom['holds_fixed']}" if dom["holds_fixed"] else ""))
+    fixed = f"; replicates hold fixed: {dom['holds_fixed']}" if dom["holds_fixed"] else ""
+    how = f"share {claims.fmt(dom['share'])} against chance {claims.fmt(dom['chance'])}" + fixed
     sheet.target(f"updates_in_pretrained_space_{v}", values=ratios, how=how)
+    if f"updates_confined_to_pretrained_space_{v}" in sheet.spec:
+        sheet.target(f"updates_confined_to_pretrained_space_{v}", values=list(dom["share"]),
+                     how=f"chance at the same rank {claims.fmt(dom['chance'])}" + fixed)

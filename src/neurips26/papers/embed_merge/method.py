@@ -170,14 +170,37 @@ def subspace_share(pretrained: dict, finetuned: dict, space: EmbeddingSpace) -> 
 
 
 # ---------------------------------------------------------------- fine-tuning inside the space
+CONSTRAINED = ("subspace", "random_subspace", "lora")  # the fine-tuning modes with a frozen W0
+
+
+def random_basis(w0: torch.Tensor, space: EmbeddingSpace, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(R_u, R_v): orthonormal bases of uniformly random subspaces with the sizes of the pre-trained
+    top-r subspace of `w0` (the same r): Q factors of Gaussian matrices (signs fixed by R's diagonal)."""
+    r = pretrained_basis(w0, space)[0].shape[1]
+
+    def orth(n: int) -> torch.Tensor:
+        q, rr = torch.linalg.qr(torch.randn(n, r, generator=generator, dtype=torch.float64))
+        return q * torch.sign(torch.diagonal(rr)).where(torch.diagonal(rr) != 0, torch.ones(()).double())
+
+    return orth(w0.shape[0]), orth(w0.shape[1])
+
+
+def lora_rank(r: int, d_out: int, d_in: int, basis: str = "two_sided") -> int:
+    """The LoRA rank k whose k (d_out + d_in) trainable entries come closest to the in-space
+    embedding's r x r (two_sided) or r x d_in (left), at least 1."""
+    params = r * r if basis == "two_sided" else r * d_in
+    return max(1, int(round(params / (d_out + d_in))))
+
+
 class SubspaceDelta(torch.nn.Module):
     """Parametrisation of a pre-trained weight W0 as W = W0 + U_r E V_r^T (two_sided) or
     W = W0 + U_r E (left), with the model embedding E the only trainable tensor (zero at start).
-    Registered with torch.nn.utils.parametrize; the original weight stays frozen at W0."""
+    Registered with torch.nn.utils.parametrize; the original weight stays frozen at W0. `bases`
+    replaces the pre-trained (U_r, V_r) (the random-subspace control)."""
 
-    def __init__(self, w0: torch.Tensor, space: EmbeddingSpace):
+    def __init__(self, w0: torch.Tensor, space: EmbeddingSpace, bases: tuple | None = None):
         super().__init__()
-        u, v = pretrained_basis(w0.detach(), space)
+        u, v = bases if bases is not None else pretrained_basis(w0.detach(), space)
         self.basis = space.basis
         self.register_buffer("u", u.to(w0.dtype).contiguous())
         self.register_buffer("v", v.to(w0.dtype).contiguous())
@@ -188,22 +211,51 @@ class SubspaceDelta(torch.nn.Module):
         return w0 + unembed(self.embedding, self.u, self.v, self.basis)
 
 
-def confine_to_subspace(module: torch.nn.Module, space: EmbeddingSpace) -> list[torch.nn.Parameter]:
-    """Freeze every parameter of `module` and re-parametrise each weight matrix (`is_matrix`) as
-    W0 + U_r E V_r^T with its own trainable embedding E; returns the embeddings."""
+class LoRADelta(torch.nn.Module):
+    """The same-parameter LoRA control: W = W0 + B A with B (d_out x k) zero and A (k x d_in)
+    Gaussian with variance 1/d_in at start (Hu et al., LoRA, ICLR 2022), k from `lora_rank`."""
+
+    def __init__(self, w0: torch.Tensor, k: int, generator: torch.Generator):
+        super().__init__()
+        d_out, d_in = w0.shape
+        a = torch.randn(k, d_in, generator=generator, dtype=torch.float64) / d_in ** 0.5
+        self.a = torch.nn.Parameter(a.to(w0.dtype))
+        self.b = torch.nn.Parameter(torch.zeros(d_out, k, dtype=w0.dtype))
+
+    def forward(self, w0: torch.Tensor) -> torch.Tensor:
+        return w0 + self.b @ self.a
+
+
+def confine_to_subspace(module: torch.nn.Module, space: EmbeddingSpace, mode: str = "subspace",
+                        seed: int = 0) -> list[torch.nn.Parameter]:
+    """Freeze every parameter of `module` and re-parametrise each weight matrix (`is_matrix`):
+    `subspace` W0 + U_r E V_r^T with the pre-trained (U_r, V_r) (the paper's confinement);
+    `random_subspace` the same with random orthonormal bases of the same sizes; `lora`
+    W0 + B A with as many trainable entries as E (`lora_rank`). The random bases and LoRA's A are
+    drawn from `seed` matrix by matrix, so every task fine-tuned with one seed shares them (a merge
+    averages in one space). Returns the trainable tensors."""
     from torch.nn.utils import parametrize
 
+    if mode not in CONSTRAINED:
+        raise ValueError(f"unknown constrained fine-tuning mode '{mode}'; known: {', '.join(CONSTRAINED)}")
     for p in module.parameters():
         p.requires_grad_(False)
     targets = [(name, w) for name, w in module.named_parameters() if is_matrix(name, w)]
-    embeddings = []
+    gen = torch.Generator().manual_seed(int(seed))
+    trainable = []
     for name, w in targets:
         owner_name, _, attr = name.rpartition(".")
         owner = module.get_submodule(owner_name) if owner_name else module
-        delta = SubspaceDelta(w.detach(), space)
+        if mode == "lora":
+            r = pretrained_basis(w.detach(), space)[0].shape[1]
+            delta = LoRADelta(w.detach(), lora_rank(r, *w.shape, basis=space.basis), gen)
+            trainable += [delta.a, delta.b]
+        else:
+            bases = random_basis(w.detach(), space, gen) if mode == "random_subspace" else None
+            delta = SubspaceDelta(w.detach(), space, bases)
+            trainable.append(delta.embedding)
         parametrize.register_parametrization(owner, attr, delta, unsafe=False)
-        embeddings.append(delta.embedding)
-    return embeddings
+    return trainable
 
 
 def release_subspace(module: torch.nn.Module) -> None:

@@ -145,29 +145,101 @@ def pretrain(params, inputs, out: Path):
 
 # ---------------------------------------------------------------- train
 FINETUNES = ("full", "subspace")
+# what each fine-tuning mode is called in tuning.csv
+MODE_LABELS = {"full": "full fine-tune", "subspace": "in-space fine-tune",
+               "random_subspace": "random-subspace fine-tune", "lora": "same-parameter LoRA fine-tune"}
+BASIS_SEED = 7919  # the random bases and LoRA's A of a seed: drawn from BASIS_SEED + seed, shared by its tasks
+
+
+def modes(v: dict) -> list[str]:
+    """The fine-tunes a domain trains: full, in-space, and the controls it lists (`controls`)."""
+    return ["full", "subspace"] + [c for c in v.get("controls", []) if c not in ("full", "subspace")]
+
+
+def block_of(mode: str) -> str:
+    """The config block of a mode's recipe: the controls share the in-space recipe (steps, batch,
+    optimiser); their learning rates are tuned the same way (`lr_tuning`)."""
+    return "finetune" if mode == "full" else "subspace_finetune"
+
+
+def recipe(v: dict, mode: str, lrs: dict | None = None) -> dict:
+    """The recipe of one mode, its lr replaced by the tuned one when `lr_tuning` tunes the mode."""
+    opt = dict(v[block_of(mode)])
+    if mode in v.get("lr_tuning", {}).get("modes", []):
+        if not lrs or mode not in lrs:
+            raise ValueError(f"config key 'embed_merge.variants.<{v['kind']}>.lr_tuning.modes': the '{mode}' "
+                             f"learning rate is tuned, but no tuned value was given to this step")
+        opt["lr"] = lrs[mode]
+    return opt
 
 
 def _finetune_one(dom, pretrained: dict, data: dict, classes: int, opt: dict, out: Path, params: dict,
                   seed: int, mode: str, space: method.EmbeddingSpace, key: str):
     """Fine-tune one task from the pre-trained backbone with a fresh head: every backbone
-    parameter (`full`) or only the model embedding E of every weight matrix, W = W0 + U_r E V_r^T
-    (`subspace`, the paper's confinement); returns (state dict, rank 0?, val/test accuracy)."""
+    parameter (`full`), only the model embedding E of every weight matrix, W = W0 + U_r E V_r^T
+    (`subspace`, the paper's confinement), or a control (`random_subspace`: random bases of the
+    same rank; `lora`: W0 + B A with as many trainable entries); returns (state dict, rank 0?,
+    val/test accuracy)."""
     import torch
 
     from . import method, models
 
     backbone = dom.new_backbone()
     backbone.load_state_dict(pretrained)
-    if mode == "subspace":
-        method.confine_to_subspace(backbone, space)
+    if mode != "full":
+        method.confine_to_subspace(backbone, space, mode, seed=BASIS_SEED + seed)
     torch.manual_seed(seed)
     net = models.Classifier(backbone, dom.features(), classes)
     rank0 = models.train_classifier(net, _tensors(*data["train"]), out, params, opt["steps"], opt["batch_size"],
                                     opt["lr"], opt["weight_decay"], seed, opt.get("schedule", "constant"), key=key)
-    if mode == "subspace":
+    if mode != "full":
         method.release_subspace(net.backbone)
     acc = {s: models.accuracy(net, *data[s]) for s in ("val", "test")}
     return _state(net), rank0, acc
+
+
+def _pretrained_of(dom: Domain, v: dict, inputs: dict) -> dict:
+    if v["kind"] == "vision":
+        return io.load_tensors(inputs["pretrain"] / "pretrained.safetensors")
+    return {k: t.detach().clone().contiguous() for k, t in dom.new_backbone().state_dict().items()}
+
+
+def tune_lr(params, inputs, out: Path):
+    """The learning rate of one constrained fine-tuning mode (in-space, random-subspace, LoRA) by
+    the tuning protocol (`core.tuning.search` over `lr_tuning.grids.<mode>`, extended while the best
+    sits on an edge), on the tuning seed `lr_tuning.seed` (disjoint from the test seeds: its own
+    task data, splits and bases), scored by the experts' mean validation accuracy over the first
+    `lr_tuning.tasks` tasks; every mode gets the same steps, batch and budget."""
+    from neurips26.core import tuning
+
+    v, mode = params["variant_settings"], params["mode"]
+    lt = v.get("lr_tuning")
+    if not lt or mode not in lt.get("modes", []):
+        raise ValueError(f"config key 'embed_merge.variants.{params['variant']}.lr_tuning.modes': '{mode}' is not tuned")
+    seed = lt["seed"]
+    if seed in params.get("seeds", []):
+        raise ValueError(f"config key 'embed_merge.variants.{params['variant']}.lr_tuning.seed': {seed} is a test seed")
+    dom = Domain(v, seed)
+    pretrained = _pretrained_of(dom, v, inputs)
+    space = _space(params["method"])
+    names = list(v["tasks"])[:lt.get("tasks") or len(v["tasks"])]
+    data = [dom.task(i, n) for i, n in enumerate(names)]
+    key = f"embed_merge.variants.{params['variant']}.{block_of(mode)}.batch_size"
+
+    def evaluate(lr):
+        opt = {**v[block_of(mode)], "lr": lr}
+        accs = [_finetune_one(dom, pretrained, d, c, opt, out / "runs" / f"{lr:g}" / n, params, seed, mode, space, key)[2]["val"]
+                for n, (d, c) in zip(names, data)]
+        return sum(accs) / len(accs)
+
+    chosen, recs = tuning.search(evaluate, {"lr": lt["grids"][mode]}, method=f"experts ({MODE_LABELS[mode]})",
+                                 setting=params["variant"], metric="mean validation accuracy of the experts",
+                                 extensions=tuning.settings(params)["extensions"], seed=seed,
+                                 split=f"validation (the tuning seed's split of the first {len(names)} tasks)",
+                                 progress=lambda m: print(m, flush=True))
+    shutil.rmtree(out / "runs", ignore_errors=True)
+    io.write_json(out / "lr.json", {"variant": params["variant"], "mode": mode, "lr": chosen["lr"],
+                                    "tuning": [r.to_json() for r in recs]})
 
 
 def train(params, inputs, out: Path):
@@ -181,20 +253,24 @@ def train(params, inputs, out: Path):
         return index_checkpoints(v, out)
     dom = Domain(v, seed)
     info = {"variant": params["variant"], "seed": seed, "kind": v["kind"], "tasks": {}}
+    pretrained = _pretrained_of(dom, v, inputs)
     if v["kind"] == "vision":
-        pretrained = io.load_tensors(inputs["pretrain"] / "pretrained.safetensors")
         info["pretrain_accuracy"] = io.read_json(inputs["pretrain"] / "pretrain.json")["held_out_accuracy"]
     else:
-        pretrained = {k: t.detach().clone().contiguous() for k, t in dom.new_backbone().state_dict().items()}
         info["trained_layers"] = v["trained_layers"]
+    tuned = [io.read_json(inputs["lr"] / m / "lr.json") for m in v.get("lr_tuning", {}).get("modes", [])]
+    lrs = {t["mode"]: t["lr"] for t in tuned}
+    info["lr"] = {m: recipe(v, m, lrs)["lr"] for m in modes(v)}
+    info["lr_tuning"] = [r for t in tuned for r in t["tuning"]]
     space = _space(params["method"])
     rank0 = True
     for i, name in enumerate(v["tasks"]):
         data, classes = dom.task(i, name)
         info["tasks"][name] = {"classes": classes}
-        for mode, block in (("full", "finetune"), ("subspace", "subspace_finetune")):
-            state, rank0, acc = _finetune_one(dom, pretrained, data, classes, v[block], out / "runs" / mode / name,
-                                              params, seed, mode, space,
+        for mode in modes(v):
+            block = block_of(mode)
+            state, rank0, acc = _finetune_one(dom, pretrained, data, classes, recipe(v, mode, lrs),
+                                              out / "runs" / mode / name, params, seed, mode, space,
                                               f"embed_merge.variants.{params['variant']}.{block}.batch_size")
             if rank0:
                 io.save_tensors(out / mode / f"{name}.safetensors", state, metadata={"classes": str(classes)})
@@ -253,8 +329,11 @@ def tune_scale(evaluate, grid: list[float], *, method: str, uses_scale: bool, se
 
 def source_of(name: str) -> str:
     """Which fine-tunes a method merges: the paper's methods merge the models fine-tuned inside
-    the pre-trained space; the baselines and the post-hoc ablations merge the full fine-tunes."""
-    return "subspace" if name in OURS else "full"
+    the pre-trained space, the controls those fine-tuned inside a random subspace or with LoRA;
+    the baselines and the post-hoc ablations merge the full fine-tunes."""
+    from .baselines import CONTROLS
+
+    return "subspace" if name in OURS else CONTROLS.get(name, "full")
 
 
 def _device() -> torch.device:
@@ -297,10 +376,12 @@ def merge(params, inputs, out: Path):
     names = list(v["tasks"])
     src = inputs["train"]
     pretrained = io.load_tensors(src / "pretrained.safetensors")
-    sources = sorted({source_of(m) for m in g["methods"]} | {"full"})
+    # the control merges run where the domain trains their fine-tunes (`controls`)
+    run_methods = [m for m in g["methods"] if source_of(m) in ("full", "subspace") or source_of(m) in v.get("controls", [])]
+    sources = sorted({source_of(m) for m in run_methods} | {"full"})
     for s in sources:
         if not (src / s).is_dir():
-            raise FileNotFoundError(f"config key 'embed_merge.merge.methods': {sorted(m for m in g['methods'] if source_of(m) == s)} "
+            raise FileNotFoundError(f"config key 'embed_merge.merge.methods': {sorted(m for m in run_methods if source_of(m) == s)} "
                                     f"merge the '{s}' fine-tunes, which {src / s} does not hold")
     check_memory(pretrained, len(names) * len(sources), params.get("resources", {}).get("merge_mem_mb"))
     states = {s: {n: io.load_tensors(src / s / f"{n}.safetensors") for n in names} for s in sources}
@@ -313,10 +394,11 @@ def merge(params, inputs, out: Path):
         head = torch.nn.Linear(dom.features(), classes)
         head.load_state_dict(_head(states["full"][n]))
         heads[n] = {"full": head.eval().to(device)}
-        if "subspace" in states:
-            sub = torch.nn.Linear(dom.features(), classes)
-            sub.load_state_dict(_head(states["subspace"][n]))
-            heads[n]["subspace"] = sub.eval().to(device)
+        for s in sources:
+            if s != "full":
+                sub = torch.nn.Linear(dom.features(), classes)
+                sub.load_state_dict(_head(states[s][n]))
+                heads[n][s] = sub.eval().to(device)
 
     def correctness(backbone_state: dict, task_names: list[str], split: str, source: str = "full") -> dict:
         backbone.load_state_dict(backbone_state)
@@ -331,10 +413,14 @@ def merge(params, inputs, out: Path):
     individual_val = {n: accuracies(finetuned["full"][n], [n], "val")[n] for n in names}
     individual_sub = ({n: accuracies(finetuned["subspace"][n], [n], "test", "subspace")[n] for n in names}
                       if "subspace" in finetuned else {})
+    # each control's experts on their own tasks (test), beside the in-space ones
+    individual_controls = {s: {n: accuracies(finetuned[s][n], [n], "test", s)[n] for n in names}
+                           for s in sources if s not in ("full", "subspace")}
+    train_info = io.read_json(src / "train.json") if (src / "train.json").exists() else {}
     zero = accuracies(pretrained, names, "test")
     results, grids, records = {}, {}, []
     extensions = tuning.settings(params)["extensions"]
-    for mname in g["methods"]:
+    for mname in run_methods:
         merger = baselines.make(mname, _method_settings(mname, params))
         source = source_of(mname)
         grid = scale_grid(mname, g) if merger.uses_scale else [1.0]
@@ -379,7 +465,9 @@ def merge(params, inputs, out: Path):
                                 if k != "layers"} for n in names}
     layers = method.subspace_share(pretrained, finetuned["full"][names[0]], space)["layers"]
     metrics = {"variant": params["variant"], "kind": v["kind"], "seed": seed, "tasks": names, "task_counts": v["task_counts"],
-               "individual": individual, "individual_subspace": individual_sub, "pretrained": zero,
+               "individual": individual, "individual_subspace": individual_sub,
+               "individual_controls": individual_controls, "pretrained": zero,
+               "finetune_lr": train_info.get("lr", {}), "lr_tuning": train_info.get("lr_tuning", []),
                "scale_grids": grids, "merges": results, "subspace_share": share,
                "tuning": [r.to_json() for r in records],
                "share_curve": curve, "ranks": {k: [l["rank"], l["full_rank"]] for k, l in layers.items()}}
@@ -390,10 +478,13 @@ def merge(params, inputs, out: Path):
 LABELS = {"weight_averaging": "weight averaging", "task_arithmetic": "Task Arithmetic", "ties": "TIES",
           "dare": "DARE", "tsv_merge": "TSV-Merge", "iso_c": "Iso-C", "embed_mean": "embedding mean (ours)",
           "embed_aligned": "aligned embedding (ours)", "embed_mean_posthoc": "embedding mean, post-hoc projection",
+          "random_subspace_mean": "mean of random-subspace fine-tunes (control)",
+          "lora_mean": "mean of same-parameter LoRA fine-tunes (control)",
           "embed_aligned_posthoc": "aligned embedding, post-hoc projection", "pretrained": "pre-trained (no merge)"}
 COLOURS = {"weight_averaging": "#7f7f7f", "task_arithmetic": "#1f77b4", "ties": "#2ca02c", "dare": "#9467bd",
            "tsv_merge": "#8c564b", "iso_c": "#e377c2", "embed_mean": "#ff7f0e", "embed_aligned": "#d62728",
-           "embed_mean_posthoc": "#ffbb78", "embed_aligned_posthoc": "#ff9896", "pretrained": "#bcbd22"}
+           "embed_mean_posthoc": "#ffbb78", "embed_aligned_posthoc": "#ff9896", "pretrained": "#bcbd22",
+           "random_subspace_mean": "#17becf", "lora_mean": "#9edae5"}
 OURS = ("embed_mean", "embed_aligned")
 
 
@@ -448,7 +539,10 @@ def figures(params, inputs, out: Path):
     variants, seeds, scale = params["run_variants"], params["seeds"], params["scale"]
     runs = {v: [io.read_json(inputs["merges"] / v / f"seed{s}" / "metrics.json") for s in seeds] for v in variants}
     figdir = out / "figures"
-    methods = list(runs[variants[0]][0]["merges"])
+    methods = list(dict.fromkeys(m for v in variants for m in runs[v][0]["merges"]))  # a domain may run fewer (controls)
+
+    def run_by(v):
+        return [m for m in methods if m in runs[v][0]["merges"]]
 
     # normalised and absolute accuracy against the number of merged tasks
     fig, axes = plotting.figure(ncols=len(variants) + 1, nrows=2)  # the last column holds the legend
@@ -457,7 +551,7 @@ def figures(params, inputs, out: Path):
         for row, (key, ylabel) in enumerate((("mean_normalized", "normalised accuracy (merged / fine-tuned)"),
                                              ("mean_accuracy", "absolute test accuracy"))):
             ax = axes[row, col]
-            for m in methods:
+            for m in run_by(v):
                 ys = [[r["merges"][m][str(c)][key] for c in counts] for r in runs[v]]
                 plotting.mean_band(ax, counts, ys, LABELS.get(m, m), COLOURS.get(m))
             ax.set_xlabel("number of merged tasks")
@@ -475,7 +569,7 @@ def figures(params, inputs, out: Path):
     for col, v in enumerate(variants):
         ax = axes[0, col]
         full = str(runs[v][0]["task_counts"][-1])
-        order = sorted(methods, key=lambda m: _mean([r["merges"][m][full]["mean_normalized"] for r in runs[v]]))
+        order = sorted(run_by(v), key=lambda m: _mean([r["merges"][m][full]["mean_normalized"] for r in runs[v]]))
         for i, m in enumerate(order):
             vals = [r["merges"][m][full]["mean_normalized"] for r in runs[v]]
             ax.barh(i, _mean(vals), color=COLOURS.get(m), hatch="//" if m in OURS else None, edgecolor="black", lw=0.5)
@@ -495,7 +589,7 @@ def figures(params, inputs, out: Path):
         ax = axes[row, 0]
         names, full = runs[v][0]["tasks"], str(runs[v][0]["task_counts"][-1])
         width = 0.8 / len(methods)
-        for i, m in enumerate(methods):
+        for i, m in enumerate(run_by(v)):
             vals = [[r["merges"][m][full]["normalized"].get(n, float("nan")) for r in runs[v]] for n in names]
             xs = [j + (i - (len(methods) - 1) / 2) * width for j in range(len(names))]
             ax.bar(xs, [_mean(c) for c in vals], width, color=COLOURS.get(m), label=LABELS.get(m, m))
@@ -537,11 +631,16 @@ def figures(params, inputs, out: Path):
                          "mean_accuracy": claims.fmt([_mean(list(r["individual_subspace"].values())) for r in runs[v]]),
                          "mean_normalized": claims.fmt([_mean([r["individual_subspace"][n] / r["individual"][n]
                                                               for n in r["tasks"]]) for r in runs[v]]), "scale": ""})
+        for ctl in runs[v][0].get("individual_controls", {}):
+            rows.append({"domain": v, "method": f"{MODE_LABELS.get(ctl, ctl)} (individual, control)",
+                         "mean_accuracy": claims.fmt([_mean(list(r["individual_controls"][ctl].values())) for r in runs[v]]),
+                         "mean_normalized": claims.fmt([_mean([r["individual_controls"][ctl][n] / r["individual"][n]
+                                                              for n in r["tasks"]]) for r in runs[v]]), "scale": ""})
         rows.append({"domain": v, "method": "pre-trained (task heads)",
                      "mean_accuracy": claims.fmt([_mean(list(r["pretrained"].values())) for r in runs[v]]),
                      "mean_normalized": claims.fmt([_mean([r["pretrained"][n] / r["individual"][n] for n in r["tasks"]])
                                                     for r in runs[v]]), "scale": ""})
-        for m in methods:
+        for m in run_by(v):
             rows.append({"domain": v, "method": m,
                          "mean_accuracy": claims.fmt([r["merges"][m][full]["mean_accuracy"] for r in runs[v]]),
                          "mean_normalized": claims.fmt([r["merges"][m][full]["mean_normalized"] for r in runs[v]]),
@@ -559,7 +658,8 @@ def figures(params, inputs, out: Path):
 
 
 FINETUNE_WHY = ("the same for every method: every merge of a domain and seed starts from one set of fine-tunes; "
-                "the default run cannot afford a learning-rate grid for each expert, so the rates stay as set")
+                "the default run cannot afford a learning-rate grid for each expert, so the rate stays as set "
+                "(the constrained modes listed in lr_tuning.modes are tuned instead)")
 
 
 def tuning_records(params: dict, runs: dict, summary: dict) -> list:
@@ -579,9 +679,14 @@ def tuning_records(params: dict, runs: dict, summary: dict) -> list:
         if choice is not None:
             records.append(choice)
         cfg = params.get("variants", {}).get(v, {})
-        for block, what in (("finetune", "full fine-tune"), ("subspace_finetune", "in-space fine-tune")):
-            if block in cfg:
-                records.append(tuning.fixed(f"experts ({what})", "lr", cfg[block]["lr"], FINETUNE_WHY, setting=v))
+        # the learning rates lr_tuning tuned (on its tuning seed, once per domain and mode)
+        tuned = [tuning.Record.from_json(x) for x in rs[0].get("lr_tuning", [])]
+        records += tuned
+        tuned_modes = set(cfg.get("lr_tuning", {}).get("modes", []))
+        for mode in (modes(cfg) if cfg.get("kind") in ("vision", "language") else []):
+            if mode not in tuned_modes and block_of(mode) in cfg:
+                records.append(tuning.fixed(f"experts ({MODE_LABELS[mode]})", "lr", cfg[block_of(mode)]["lr"],
+                                            FINETUNE_WHY, setting=v))
     g = params.get("merge", {})
     if "ties_keep" in g:
         records.append(tuning.fixed("ties", "keep", g["ties_keep"], "the TIES paper's default share of kept entries",
