@@ -228,19 +228,20 @@ def test_guided_sampler_integrates_the_mixed_velocity():
 
 
 # ---------------------------------------------------------------- size study plumbing
-def test_size_params_override_only_the_size_and_its_training_length():
+def test_size_params_override_only_the_size_not_the_training_length():
     from neurips26.papers.nar_dit.steps import size_params
 
     params = {"size": "s", "model": {"depth": 6, "hidden": 96, "heads": 4, "patch": 4},
               "train": {"steps": 800, "eval_every": 100, "checkpoint_every": 500, "warmup_steps": 50,
                         "route_start": 1, "route_end": -2},
               "evaluate": {"samples": 300, "guided_scale": 1.5},
-              "size_study": {"sizes": [{"name": "xs", "depth": 3, "hidden": 32, "heads": 2, "steps": 200},
-                                       {"name": "s", "depth": 4, "hidden": 64, "heads": 4, "steps": 400}]}}
+              "size_study": {"sizes": [{"name": "xs", "depth": 3, "hidden": 32, "heads": 2},
+                                       {"name": "s", "depth": 4, "hidden": 64, "heads": 4}]}}
     p = size_params(params)
     assert p["model"] == {"depth": 4, "hidden": 64, "heads": 4, "patch": 4}
-    assert p["train"] == {"steps": 400, "eval_every": 400, "checkpoint_every": 400, "warmup_steps": 50,
-                          "route_start": 1, "route_end": -2}  # the same routed span
+    # every size trains the main runs' 800 steps (one snapshot, at the end), the same routed span
+    assert p["train"] == {"steps": 800, "eval_every": 800, "checkpoint_every": 800, "warmup_steps": 50,
+                          "route_start": 1, "route_end": -2}
     assert p["evaluate"]["guided_scale"] is None and p["evaluate"]["samples"] == 300
     with pytest.raises(ValueError, match="size_study.sizes"):
         size_params({**params, "size": "xl"})
@@ -262,11 +263,27 @@ def test_size_study_configs_expand_to_one_job_per_size_with_the_main_regimes():
     assert size_study_variants(study, ["dit"]) == []
     assert any("size_study.variants" in p for p in check_config({**block, "size_study": {**study, "variants": ["dit", "x"]}}))
     counts = []
-    for spec in [*study["sizes"], {"name": "default", **block["model"], "steps": block["train"]["steps"]}]:
+    for spec in [*study["sizes"], {"name": "default", **block["model"]}]:
+        assert "steps" not in spec  # every size trains train.steps: size alone varies
         cfg = DiTConfig(image_size=16, in_channels=3, patch=4, depth=spec["depth"], hidden=spec["hidden"],
                         heads=spec["heads"])
-        counts.append((sum(p.numel() for p in DiT(cfg).parameters()), spec["steps"]))
-    assert counts == sorted(counts) and len(counts) >= 3  # sizes and training lengths grow together
+        counts.append(sum(p.numel() for p in DiT(cfg).parameters()))
+    assert counts == sorted(counts) and len(set(counts)) == len(counts) >= 3
+
+
+@pytest.mark.parametrize("depth,hidden,heads", [(3, 32, 2), (6, 96, 4)])
+def test_an_untrained_dit_of_any_size_samples_the_starting_noise(depth, hidden, heads):
+    """The reference of size_learns: adaLN-Zero's zeroed output layer predicts zero velocity, so
+    an untrained model's samples are the sampler's noise, the same at every size."""
+    from neurips26.papers.nar_dit.diffusion import sample
+    from neurips26.papers.nar_dit.model import DiT, DiTConfig
+
+    torch.manual_seed(depth)
+    model = DiT(DiTConfig(image_size=16, in_channels=3, patch=4, depth=depth, hidden=hidden, heads=heads)).eval()
+    noise = torch.randn(6, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    y = torch.arange(6) % 10
+    torch.testing.assert_close(sample(model, y, noise, steps=4, method="heun"), noise, rtol=0, atol=0)
+    torch.testing.assert_close(sample(model, y, noise, steps=4, method="heun", cfg_scale=1.5), noise, rtol=0, atol=0)
 
 
 def test_size_trend_matches_numpy_polyfit():
@@ -304,3 +321,28 @@ def test_the_shared_training_knobs_are_recorded_fixed_for_every_regime(tmp_path)
         assert {r.method: r.chosen for r in records if r.knob == knob} == {v: value for v in regimes}
     path = tuning.write_csv(tmp_path / "tuning.csv", "nar_dit", records)
     assert len(tuning.read_csv([path])) == len(records)
+
+
+def test_size_study_gathers_the_untrained_reference_and_one_training_length(tmp_path):
+    from neurips26.core import io
+    from neurips26.papers.nar_dit.steps import _size_study
+
+    def size_metrics(name, count, fds, untrained, steps=600):
+        runs = {v: {str(s): {"final_fd": fds[v][i], "params": count, "steps": steps} for i, s in enumerate((0, 1, 2))}
+                for v in fds}
+        io.write_json(tmp_path / name / "metrics.json", {"size": name, "runs": runs, "untrained_fd": untrained})
+
+    untrained = {"0": 300.0, "1": 310.0, "2": 305.0}
+    size_metrics("xs", 7e4, {"dit": [150, 151, 152], "nar": [160, 161, 162]}, untrained)
+    size_metrics("s", 3e5, {"dit": [120, 121, 122], "nar": [125, 126, 127]}, untrained)
+    params = {"seeds": [0, 1, 2], "size_study": {"variants": ["dit", "nar"], "sizes": [{"name": "xs"}, {"name": "s"}]}}
+    runs = {"dit": [{"final_fd": f} for f in (90, 91, 92)], "nar": [{"final_fd": f} for f in (100, 101, 102)]}
+    info = {"dit": [{"params": 1e6, "steps": 600}] * 3, "nar": [{"params": 1e6, "steps": 600}] * 3}
+    study = _size_study(params, {"sizes": tmp_path}, runs, info, ["dit", "nar"])
+    assert study["sizes"] == ["xs", "s", "default"] and study["steps"] == [600, 600, 600]
+    assert study["untrained_fd"] == [300.0, 310.0, 305.0]
+    assert study["fd"]["dit"][1] == [151, 121, 91]
+    # an untrained reference that differs between sizes means the model no longer starts at noise
+    size_metrics("s", 3e5, {"dit": [120, 121, 122], "nar": [125, 126, 127]}, {**untrained, "1": 200.0})
+    with pytest.raises(ValueError, match="untrained FD of seed 1 differs"):
+        _size_study(params, {"sizes": tmp_path}, runs, info, ["dit", "nar"])

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from neurips26.papers.nar_dit.claims import claim_rows, steps_to_reach
+from neurips26.papers.nar_dit.claims import bracket_to_reach, claim_rows, speedups, steps_to_reach
 
 STEPS = list(range(100, 801, 100))
 JITTER = (-0.01, 0.0, 0.01)  # three seeds, a small relative spread
@@ -32,13 +32,16 @@ def regime(final, sens, gap, curve_at_400, gap_items=40):
 SIZES = [2e4, 1.5e5, 1.1e6]
 
 
-def size_study(deficit_slope):
-    """Per seed, routed / DiT - 1 = 0.3 + slope * log10(params / 2e4) plus a little seed noise."""
-    dit = [[60.0, 45.0, 40.0] for _ in JITTER]
+def size_study(deficit_slope, dit_smallest=45.0):
+    """Per seed, routed / DiT - 1 = 0.3 + slope * log10(params / 2e4) plus a little seed noise;
+    every size trained 800 steps; the untrained model's FD 100 (so DiT's smallest size at 45 has
+    learnt: 0.45 of the untrained FD, inside size_learns' band <= 0.5)."""
+    dit = [[dit_smallest * (1 + j), 35.0, 30.0] for j in JITTER]
     routed = [[d * (1 + 0.3 + deficit_slope * math.log10(p / 2e4) + j) for d, p in zip(row, SIZES)]
               for row, j in zip(dit, JITTER)]
     return {"variants": ["dit", "tread", "nar"], "sizes": ["xs", "s", "default"], "params": SIZES,
-            "steps": [200, 400, 800], "fd": {"dit": dit, "tread": routed, "nar": routed}, "extrapolate_params": 675e6}
+            "steps": [800, 800, 800], "fd": {"dit": dit, "tread": routed, "nar": routed},
+            "untrained_fd": [100.0, 100.0, 100.0], "extrapolate_params": 675e6}
 
 
 FAST_TREAD = dict(final=30.0, sens=0.002, gap=0.065, curve_at_400=35.0)  # DiT reaches 35 at step 650: 1.6x
@@ -79,8 +82,9 @@ CHECKS = ("sensitivity_vs_tread", "sensitivity_vs_inverted", "tread_sensitivity_
 
 def test_every_row_says_yes_where_its_claim_holds():
     rows = rows_of(summary(GOOD))
-    assert len(rows) == 14
+    assert len(rows) == 15
     assert rows["tread_faster"]["role"] == "regime" and rows["tread_faster"]["reproduced"] == "yes"
+    assert rows["size_learns"]["role"] == "regime" and rows["size_learns"]["reproduced"] == "yes"
     assert {rows[i]["reproduced"] for i in CHECKS} == {"pass"}
     claims_ = {i: r["reproduced"] for i, r in rows.items() if r["role"] == "claim"}
     assert set(claims_.values()) == {"yes"}, claims_
@@ -118,10 +122,50 @@ def test_guidance_that_helps_every_regime_is_no_claim_for_nar():
 
 def test_speedup_follows_the_paper_definition_on_the_log_scale():
     row = rows_of(summary(GOOD))["nar_speedup"]
-    # NAR's FD at step 400 is 30; DiT's curve reaches 30 at step 700: 700 / 400 = 1.75x
-    assert float(row["effect"]) == pytest.approx(1.75, rel=0.02)
+    # NAR's FD at step 400 is 30; DiT's curve reaches 30 at step 700 (1.75x by interpolation);
+    # the reading takes the last snapshot before it, 600: 600 / 400 = 1.5x, a lower bound
+    assert float(row["effect"]) == pytest.approx(1.5, rel=1e-9)
     assert row["kind"] == "target" and row["n"] == 3
     assert "the images" in row["criterion"] and "log" in row["criterion"]
+    assert "would give 1.75, 1.75, 1.75" in row["criterion"]
+
+
+def convex_summary(true_step, steps=(200, 400, 600), ref=400):
+    """DiT's FD falls as 6000 / step (convex); the routed regime's FD at `ref` is DiT's at
+    `true_step`, so the true speedup is true_step / ref."""
+    dit = [[6000 / s for s in steps] for _ in JITTER]
+    routed = [[6000 / true_step if s == ref else 6000 / s for s in steps] for _ in JITTER]
+    return {"steps": list(steps), "reference_step": ref, "regimes": {"dit": {"fd": dit}, "nar": {"fd": routed}}}
+
+
+@pytest.mark.parametrize("true_step", [250, 330, 450, 500, 580])
+def test_linear_reading_overstates_the_speedup_on_a_convex_curve_and_the_bracket_does_not(true_step):
+    s = convex_summary(true_step)
+    true = true_step / 400
+    linear, _ = speedups(s, "nar", reading="linear")
+    bracket, status = speedups(s, "nar")
+    assert set(status) == {"ok"}
+    # the chord of a convex curve lies above it, so interpolation puts DiT's crossing late
+    assert all(v > true + 1e-6 for v in linear), (linear, true)
+    assert all(v <= true for v in bracket), (bracket, true)
+    # e.g. the true 500 / 400 = 1.25x: the chord between 400 (FD 15) and 600 (FD 10) crosses
+    # 12 at 520 (1.3x); the bracket gives 400 (1.0x)
+    if true_step == 500:
+        assert linear[0] == pytest.approx(1.3) and bracket[0] == pytest.approx(1.0)
+    # finer snapshots narrow the bracket from below
+    fine, _ = speedups(convex_summary(true_step, steps=tuple(range(100, 601, 100))), "nar")
+    assert bracket[0] <= fine[0] <= true
+
+
+def test_bracket_reading_takes_the_last_snapshot_before_the_crossing():
+    # DiT truly reaches the routed regime's step-400 FD at step 390 (0.975x): the 200-step grid
+    # brackets the crossing in (200, 400], and the row reads its earlier end, 200 / 400
+    s = convex_summary(390)
+    assert speedups(s, "nar")[0] == [0.5] * 3
+    assert bracket_to_reach([200, 400, 600], [30.0, 15.0, 10.0], 12.0) == (400.0, 600.0, "ok")
+    assert bracket_to_reach([200, 400, 600], [30.0, 15.0, 10.0], 40.0) == (200.0, 200.0, "first")
+    lo, hi, status = bracket_to_reach([200, 400, 600], [30.0, 15.0, 10.0], 5.0)
+    assert math.isnan(lo) and math.isnan(hi) and status == "never"
 
 
 def test_speedup_beyond_the_grid_is_untested():
@@ -159,6 +203,25 @@ def test_size_rows_fit_one_slope_per_seed():
     one = summary(GOOD)
     one["size_study"]["fd"] = {k: v[:1] for k, v in one["size_study"]["fd"].items()}
     assert verdicts(one)["size_trend_nar"] == "untested"
+
+
+def test_size_rows_are_untested_where_a_size_learns_nothing():
+    # the smallest size's DiT sits at 0.9 of the untrained model's FD (it learnt nothing): the
+    # regime control fails and the slopes, whatever they say, are untested with that reason
+    s = summary(GOOD)
+    s["size_study"] = size_study(-0.1, dit_smallest=90.0)
+    rows = rows_of(s)
+    assert rows["size_learns"]["reproduced"] == "no"
+    assert float(rows["size_learns"]["effect"]) == pytest.approx(0.9, rel=0.02)
+    for i in ("size_trend_nar", "size_trend_tread"):
+        assert rows[i]["reproduced"] == "untested"
+        assert rows[i]["criterion"].startswith("untested: its regime control 'size_learns' does not hold")
+    # the speed and quality rows are not gated by it
+    assert rows["nar_vs_dit_fd"]["reproduced"] == "yes"
+    # without an untrained reference the control, and so the slopes, are untested
+    del s["size_study"]["untrained_fd"]
+    v = verdicts(s)
+    assert v["size_learns"] == "untested" and v["size_trend_nar"] == "untested"
 
 
 def test_size_slopes_that_disagree_across_seeds_are_inconclusive():

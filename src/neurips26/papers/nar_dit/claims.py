@@ -14,14 +14,20 @@
   for every regime sampled with guidance (all of them when `evaluate.guided_scale` is set);
 - `size_study` (optional): {"variants": regimes, "sizes": names small to large, "params": one
   count per size, "fd": {regime: per seed, the final FD at every size},
-  "extrapolate_params": the count the trend is read at}.
+  "extrapolate_params": the count the trend is read at, "steps": training steps per size (all
+  the main runs' steps), "untrained_fd": per seed, the FD of the untrained model's samples}.
+  `size_learns` (the regime control of the size rows) asks that DiT's final FD at every size be
+  at most half the untrained one.
 
 The rows, margins and bands are declared in `claims.yaml`; this module computes their numbers and
 `core.claims.Sheet` decides them. The speedup follows the paper's definition: per seed, the steps
 DiT needs to reach the routed regime's FD at `reference_step` (linear interpolation on the
-snapshot grid) divided by `reference_step`, a ratio read on the log scale over seeds. The grid
-resolves speedups up to steps[-1] / reference_step; a seed whose DiT never reaches the target
-leaves the row untested. TREAD's own speedup over DiT is the regime control of the NAR-vs-DiT and
+snapshot grid) divided by `reference_step`, a ratio read on the log scale over seeds. DiT's steps
+are read conservatively (`bracket_to_reach`): the last snapshot before DiT's curve reaches the
+target, a lower bound on the crossing whatever the curve's shape, so the reading cannot favour the
+routed regime (linear interpolation, the earlier reading, overstates the speedup on a convex
+curve). The grid resolves speedups up to steps[-1] / reference_step; a seed whose DiT never
+reaches the target leaves the row untested. TREAD's own speedup over DiT is the regime control of the NAR-vs-DiT and
 NAR-vs-TREAD speed and quality rows: where routing does not speed up training at all, those rows
 are untested. The size slopes are fitted per seed and the t interval taken over those slopes.
 """
@@ -48,13 +54,35 @@ def steps_to_reach(steps: list[int], curve: list[float], target: float) -> tuple
     return math.nan, "never"
 
 
-def speedups(summary: dict, regime: str) -> tuple[list[float], list[str]]:
-    """Per seed: DiT's steps to reach `regime`'s FD at the reference step, over the reference step."""
+def bracket_to_reach(steps: list[int], curve: list[float], target: float) -> tuple[float, float, str]:
+    """The snapshots that bracket the step at which `curve` first reaches `target`: (the last
+    snapshot before it, the first at or below it, status). Only monotonicity between snapshots is
+    assumed, no shape: the crossing lies in (lower, upper]. Status as `steps_to_reach`; "first":
+    the lower end is unknown and returned as the first snapshot (an upper bound); "never": both NaN."""
+    for k, (step, fd) in enumerate(zip(steps, curve)):
+        if fd <= target:
+            return (float(step) if k == 0 else float(steps[k - 1])), float(step), ("first" if k == 0 else "ok")
+    return math.nan, math.nan, "never"
+
+
+def speedups(summary: dict, regime: str, reading: str = "bracket") -> tuple[list[float], list[str]]:
+    """Per seed: DiT's steps to reach `regime`'s FD at the reference step, over the reference step.
+
+    `reading` "bracket" (the rows' reading): DiT's steps are the last snapshot before its curve
+    reaches the target, the earlier end of the bracket, so the speedup is a lower bound that no
+    curve shape can inflate. "linear": interpolated between the bracketing snapshots (the reading
+    until the conservative one; on a convex curve the chord lies above the curve, which puts DiT's
+    crossing late and overstates the speedup)."""
+    if reading not in ("bracket", "linear"):
+        raise ValueError(f"unknown speedup reading '{reading}'")
     steps, ref = summary["steps"], summary["reference_step"]
     at = steps.index(ref)
     out, status = [], []
     for dit_curve, curve in zip(summary["regimes"]["dit"]["fd"], summary["regimes"][regime]["fd"]):
-        reach, how = steps_to_reach(steps, dit_curve, curve[at])
+        if reading == "linear":
+            reach, how = steps_to_reach(steps, dit_curve, curve[at])
+        else:
+            reach, _, how = bracket_to_reach(steps, dit_curve, curve[at])
         out.append(reach / ref)
         status.append(how)
     return out, status
@@ -67,9 +95,13 @@ def _speedup_row(sheet: claims.Sheet, summary: dict, id: str, regime: str) -> No
     steps, ref, fd = summary["steps"], summary["reference_step"], summary["fd_name"]
     limit = steps[-1] / ref
     values, status = speedups(summary, regime)
-    how = (f"per seed, DiT's steps to reach {regime}'s {fd} at step {ref} (interpolated on the "
-           f"{steps[1] - steps[0] if len(steps) > 1 else steps[0]}-step snapshot grid) / {ref}; "
-           f"the grid resolves {steps[0] / ref:.3g}x to {limit:.3g}x")
+    linear, _ = speedups(summary, regime, reading="linear")
+    grid = steps[1] - steps[0] if len(steps) > 1 else steps[0]
+    how = (f"per seed, DiT's steps to reach {regime}'s {fd} at step {ref}, read as the last snapshot of the "
+           f"{grid}-step grid before DiT's curve reaches it (a lower bound on DiT's steps, so on the speedup) / "
+           f"{ref}; the grid resolves {steps[0] / ref:.3g}x to {limit:.3g}x in steps of {grid / ref:.3g}x; "
+           f"linear interpolation between snapshots (the earlier reading) would give "
+           f"{', '.join('nan' if math.isnan(v) else f'{v:.3g}' for v in linear)}")
     if status.count("first"):
         how += f"; {status.count('first')} seed(s) at the first snapshot: upper bounds"
     if summary.get("holds_fixed"):
@@ -111,13 +143,31 @@ def size_prediction(fits: list[tuple[float, float]], at_params: float) -> dict:
             "breakeven_params": 10 ** (-intercept / slope) if slope < 0 else math.nan}
 
 
+def learnt_ratios(study: dict) -> list[float]:
+    """Per seed, the largest over the study's sizes of DiT's final FD / the untrained model's FD
+    (`study["untrained_fd"]`, one per seed): how far the worst-learnt size got from noise."""
+    return [max(fd / u for fd in dit_seed) for dit_seed, u in zip(study["fd"]["dit"], study["untrained_fd"])]
+
+
 def _size_rows(sheet: claims.Sheet, summary: dict) -> None:
     study = summary.get("size_study")
     ids = {"nar": "size_trend_nar", "tread": "size_trend_tread"}
     if not study:
+        sheet.untested("size_learns", "the run has no size study (nar_dit.size_study)")
         for id in ids.values():
             sheet.untested(id, "the run has no size study (nar_dit.size_study)")
         return
+    steps = sorted(set(study.get("steps", [])))
+    if "dit" not in study["variants"] or "untrained_fd" not in study:
+        sheet.untested("size_learns", "the size study has no DiT runs or no untrained reference")
+    else:
+        ratios = learnt_ratios(study)
+        per_size = [[d / u for d in dit_seed] for dit_seed, u in zip(study["fd"]["dit"], study["untrained_fd"])]
+        sheet.target("size_learns", values=ratios,
+                     how=(f"untrained {summary['fd_name']} per seed {', '.join(f'{u:.3g}' for u in study['untrained_fd'])}; "
+                          "DiT / untrained per size (" + ", ".join(study["sizes"]) + ") and seed: "
+                          + "; ".join(", ".join(f"{r:.3g}" for r in seed) for seed in per_size)
+                          + f"; every size trains {', '.join(map(str, steps))} steps"))
     unknown = [v for v in study["variants"] if v != "dit" and v not in ids]
     if unknown:
         raise ValueError(f"{P}: size-study regimes without rows in claims.yaml: {', '.join(unknown)}")
@@ -134,7 +184,8 @@ def _size_rows(sheet: claims.Sheet, summary: dict) -> None:
         pred = size_prediction(size_trend(params, study["fd"][regime], study["fd"]["dit"]), study["extrapolate_params"])
         how = (f"per seed, least-squares line of {regime}/DiT - 1 in final {fd} on log10(params) over "
                f"{len(names)} sizes ({', '.join(f'{n}: {p / 1e6:.3g}M params' for n, p in zip(names, params))}), "
-               f"each size with its own training length; the mean line gives {pred['deficit_at_params']:+.3g} at "
+               f"every size trained {', '.join(map(str, steps)) or '?'} steps; the mean line gives "
+               f"{pred['deficit_at_params']:+.3g} at "
                f"{pred['at_params'] / 1e6:.3g}M params")
         sheet.target(id, values=claims.slopes_per_replicate(xs, ys), how=how)
 

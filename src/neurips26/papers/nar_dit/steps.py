@@ -338,11 +338,12 @@ def evaluate(params, inputs, out: Path):
 # ---------------------------------------------------------------- size study
 def size_params(params) -> dict:
     """The params of one size of the size study: the main model and training with the size's
-    depth, width, heads and steps (one EMA snapshot, at the end), and no guided sampling."""
+    depth, width and heads, trained as many steps as the main runs (one EMA snapshot, at the
+    end, so size is the only thing that changes along the study), and no guided sampling."""
     spec = {s["name"]: s for s in params["size_study"]["sizes"]}.get(params["size"])
     if spec is None:
         raise ValueError(f"config key 'nar_dit.size_study.sizes' has no size '{params['size']}'")
-    steps = spec["steps"]
+    steps = params["train"]["steps"]
     return {**params,
             "model": {**params["model"], "depth": spec["depth"], "hidden": spec["hidden"], "heads": spec["heads"]},
             "train": {**params["train"], "steps": steps, "eval_every": steps, "checkpoint_every": steps,
@@ -375,7 +376,38 @@ def size(params, inputs, out: Path):
                 "final_fd": m["final_fd"], "final_kid": m["final_kid"], "params": info["params"],
                 "steps": info["steps"], "route_sensitivity": m["route_sensitivity"],
                 "mean_generalization_gap": m["mean_generalization_gap"]}
-    io.write_json(out / "metrics.json", {"size": params["size"], "fd_name": m["fd_name"], "runs": results})
+    # the reference of the regime control size_learns: the untrained model of this size, sampled
+    # with the same noise and labels as the trained ones
+    untrained = {}
+    for seed in params["seeds"]:
+        seed_everything(seed, threads=params.get("threads"))
+        untrained[str(seed)] = untrained_fd(size_params({**params, "seed": seed}), inputs, seed)
+    io.write_json(out / "metrics.json", {"size": params["size"], "fd_name": m["fd_name"], "runs": results,
+                                         "untrained_fd": untrained})
+
+
+def untrained_fd(params, inputs, seed: int) -> float:
+    """The FD of an untrained model's samples (the model of `params`, freshly initialised), drawn
+    with the noise and labels every regime of `seed` is sampled with. adaLN-Zero zeroes the output
+    layer, so the untrained model predicts zero velocity and returns the sampler's starting noise:
+    the value is the same at every size."""
+    import torch
+
+    from neurips26.core.metrics import chunks, frechet_and_kid_stream
+
+    from .model import DiT
+
+    e = params["evaluate"]
+    images, manifest = _load_images(inputs)
+    _, features, num_features, to_images, _ = _fd_features(e, inputs, "cpu")
+    model = DiT(_model_config(params, manifest["shape"])).eval()
+    fake, _ = _generate(model, e["samples"], model.cfg.num_classes, manifest["shape"], e, seed)
+    reference = images["reference_x"]
+    with torch.no_grad():
+        scores = frechet_and_kid_stream(features, num_features, (to_images(c) for c in chunks(reference, FEATURE_CHUNK)),
+                                        (to_images(c) for c in chunks(fake, FEATURE_CHUNK)),
+                                        n=min(len(reference), len(fake)), seed=seed)
+    return scores["fd"]
 
 
 def _size_study(params, inputs, runs, train_info, variants) -> dict | None:
@@ -390,16 +422,26 @@ def _size_study(params, inputs, runs, train_info, variants) -> dict | None:
     specs = {s["name"]: s for s in study["sizes"]}
     names = list(specs)
     fd = {v: [[] for _ in seeds] for v in regimes}
-    counts = {}
+    counts, size_steps = {}, {}
     for name in names:
         size_runs = io.read_json(inputs["sizes"] / name / "metrics.json")["runs"]
         for v in regimes:
             for i, s in enumerate(seeds):
                 fd[v][i].append(size_runs[v][str(s)]["final_fd"])
                 counts[name] = size_runs[v][str(s)]["params"]
+                size_steps[name] = size_runs[v][str(s)]["steps"]
     for v in regimes:
         for i in range(len(seeds)):
             fd[v][i].append(runs[v][i]["final_fd"])
+    # the untrained reference per seed: the same at every size (adaLN-Zero: the untrained model
+    # returns the sampler's noise), so the extra sizes' values stand for the main runs' size too
+    untrained = []
+    for s in seeds:
+        values = [io.read_json(inputs["sizes"] / name / "metrics.json")["untrained_fd"][str(s)] for name in names]
+        if max(values) - min(values) > 1e-6 * max(abs(x) for x in values):
+            raise ValueError(f"the untrained FD of seed {s} differs between sizes ({values}): the untrained "
+                             "model no longer returns the sampler's noise")
+        untrained.append(values[0])
     counts["default"] = train_info["dit"][0]["params"]
     order = sorted(counts, key=counts.get)
     if order[-1] != "default":
@@ -407,8 +449,9 @@ def _size_study(params, inputs, runs, train_info, variants) -> dict | None:
     names = [*names, "default"]
     idx = [names.index(n) for n in order]
     return {"variants": regimes, "sizes": order, "params": [counts[n] for n in order],
-            "steps": [specs[n]["steps"] if n != "default" else train_info["dit"][0]["steps"] for n in order],
+            "steps": [size_steps[n] if n != "default" else train_info["dit"][0]["steps"] for n in order],
             "fd": {v: [[seed_fd[k] for k in idx] for seed_fd in fd[v]] for v in regimes},
+            "untrained_fd": untrained,
             "extrapolate_params": study.get("extrapolate_params", 675e6)}
 
 
@@ -421,7 +464,10 @@ def _size_figure(study, fd_name, scale, path):
     for v in study["variants"]:
         plotting.mean_band(ax, params, [list(c) for c in study["fd"][v]], REGIME_LABELS.get(v, v), COLOURS.get(v))
     ax.set_xscale("log")
-    ax.set_xlabel("parameters (training steps grow with size)")
+    ax.set_xlabel(f"parameters (every size {', '.join(map(str, sorted(set(study['steps']))))} training steps)")
+    u = sum(study["untrained_fd"]) / len(study["untrained_fd"])
+    ax.axhline(u, color="#888888", ls=":", lw=1, label=f"untrained model ({u:.3g})")
+    ax.axhline(u / 2, color="#888888", ls="--", lw=1, label="half the untrained (size_learns)")
     ax.set_ylabel(f"final {fd_name} (lower is better)")
     ax.set_title(f"final {fd_name} per size ({scale} scale)")
     ax.legend()
@@ -509,6 +555,7 @@ def figures(params, inputs, out: Path):
 
     # speedup over DiT (the paper's definition; see claims.py)
     speedup = {v: nar_claims.speedups(summary, v) for v in variants}
+    speedup_linear = {v: nar_claims.speedups(summary, v, reading="linear") for v in variants}
 
     # mechanism: route sensitivity and generalisation gap per noise group
     groups = runs["dit"][0]["noise_groups"]  # low -> high noise
@@ -560,7 +607,8 @@ def figures(params, inputs, out: Path):
         _size_figure(study, fd_name, scale, figdir / "size_study.png")
         size_rows = []
         for k, (name, count, n_steps) in enumerate(zip(study["sizes"], study["params"], study["steps"])):
-            row = {"size": name, "params": count, "train_steps": n_steps}
+            row = {"size": name, "params": count, "train_steps": n_steps,
+                   f"untrained_{fd_name}": claims.fmt(study["untrained_fd"])}
             for v in study["variants"]:
                 row[f"final_{fd_name}_{v}"] = claims.fmt([c[k] for c in study["fd"][v]])
                 if v != "dit":
@@ -597,8 +645,10 @@ def figures(params, inputs, out: Path):
             "final_kid": claims.fmt([r["final_kid"] for r in runs[v]]),
             "sample_accuracy": claims.fmt([r["final_sample_accuracy"] for r in runs[v] if r["final_sample_accuracy"] is not None]),
             f"{fd_name}_at_step_{ref}": claims.fmt([c[steps.index(ref)] for c in curves(v)]),
-            # DiT's steps to reach this FD / ref; NaN where DiT never reaches it
+            # DiT's steps to reach this FD / ref (the last snapshot before DiT reaches it: a lower
+            # bound; linear interpolation beside it); NaN where DiT never reaches it
             f"speedup_vs_dit_at_step_{ref}": claims.fmt(speedup[v][0]),
+            f"speedup_vs_dit_at_step_{ref}_interpolated": claims.fmt(speedup_linear[v][0]),
             "gflops_per_step": f"{train_info[v][0]['flops_per_step'] / 1e9:.2f}",
             "mean_routing_ratio": f"{train_info[v][0]['mean_routing_ratio']:.3f}",
             "train_seconds": claims.fmt([tm[str(total)] for tm in timing[v]]),
