@@ -107,13 +107,6 @@ def test_the_random_subspace_control_is_the_null_of_the_rows_that_credit_the_pre
     assert {rows[n]["reproduced"] for n in CREDIT.values()} == {"no"}
 
 
-def test_the_controls_are_not_among_the_fields_methods():
-    summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
-    summary["vision"]["methods"]["lora_mean"] = _method(0.95, True, val=0.99)
-    summary["vision"]["methods"]["random_subspace_mean"] = _method(0.5, True, val=0.99)
-    assert _rows(summary)["beats_field_vision"]["baseline"] == "tsv_merge"
-
-
 def test_both_readings_of_the_method_have_their_rows():
     # in-space fine-tuning (embed_mean) and the post-hoc projection of full fine-tunes, side by side
     summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
@@ -176,9 +169,11 @@ def test_the_fields_strongest_method_is_picked_on_validation_not_test():
     assert (best["method"], best["baseline"]) == ("embed_mean", "iso_c")
 
 
-def test_the_posthoc_ablation_is_not_one_of_the_fields_methods():
+@pytest.mark.parametrize("other", ["embed_aligned_posthoc", "lora_mean", "random_subspace_mean"])
+def test_the_posthoc_ablation_and_the_controls_are_not_among_the_fields_methods(other):
+    # best on validation and on test, yet neither the field's strongest nor the method's reading
     summary = _summary(ours=0.8, baselines=0.6, share_ratio=2.0)
-    summary["vision"]["methods"]["embed_aligned_posthoc"] = _method(0.95, True)
+    summary["vision"]["methods"][other] = _method(0.95, True, val=0.99)
     rows = _rows(summary)
     assert rows["beats_field_vision"]["baseline"] == "tsv_merge"
     assert rows["beats_task_arithmetic_vision"]["method"] == "embed_mean"

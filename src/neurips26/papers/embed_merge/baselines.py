@@ -89,6 +89,12 @@ class MergeMethod(abc.ABC):
         return _add(pretrained, self.update(pretrained, finetuned), scale if self.uses_scale else 1.0)
 
 
+def mean_update(pretrained, finetuned) -> dict:
+    """The mean task vector, matrix by matrix (weight averaging's update; the controls' before their scale)."""
+    tvs = task_vectors(pretrained, finetuned)
+    return {k: torch.stack([tv[k] for tv in tvs]).mean(0) for k in pretrained}
+
+
 @register
 class WeightAveraging(MergeMethod):
     name = "weight_averaging"
@@ -96,8 +102,7 @@ class WeightAveraging(MergeMethod):
     uses_scale = False
 
     def update(self, pretrained, finetuned):
-        tvs = task_vectors(pretrained, finetuned)
-        return {k: torch.stack([tv[k] for tv in tvs]).mean(0) for k in pretrained}
+        return mean_update(pretrained, finetuned)
 
 
 @register
@@ -267,8 +272,7 @@ class EmbedAlignedPosthoc(EmbedAligned):
 # theta = theta_0 + lambda mean_t tau_t (as embed_mean of in-space fine-tunes).
 class _MeanUpdate(MergeMethod):
     def update(self, pretrained, finetuned):
-        tvs = task_vectors(pretrained, finetuned)
-        return {k: torch.stack([tv[k] for tv in tvs]).mean(0) for k in pretrained}
+        return mean_update(pretrained, finetuned)
 
 
 @register
