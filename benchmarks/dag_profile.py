@@ -7,17 +7,22 @@ Reads every job's `benchmark:` file (wall seconds `s`, CPU seconds `cpu_time`) a
 "done in X s (cpu Y s, ...)" is the time inside the step and the step process's CPU time, which replaces the
 benchmark's: under a warm start the benchmark measures only the client; the rest of a job is start-up and
 imports). Rules and their file patterns come from the workflow itself (Snakemake's API), the
-rule dependencies from `snakemake --forceall --d3dag`. The critical path is computed on the rule
+rule dependencies from its job DAG (as with --forceall). The critical path is computed on the rule
 graph with each rule weighted by its slowest job: the run's duration on unlimited cores; on C
 cores a run lasts at least max(critical path, job-seconds / C).
+
+`--simulate` replays the run's jobs on C cores from their measured times, as Snakemake's local
+scheduler starts them: (a) in the DAG's job order, what it does when every rule has the same
+priority, as here, and (b) longest chain first (each rule ranked by its bottom level: its slowest
+job plus the longest chain of rules that wait on it), the order rule priorities would give. When
+(b) is not shorter, priorities would not shorten the run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import re
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -42,15 +47,22 @@ def _glob(pattern: str) -> str:
     return re.sub(r"\{[^{}]+\}", "*", pattern)
 
 
-def workflow_rules(configfiles: list[str], root: Path = ROOT) -> dict[str, tuple[str | None, str | None]]:
-    """rule -> (benchmark pattern, log pattern)."""
+@contextlib.contextmanager
+def _workflow(configfiles: list[str], root: Path):
+    """The parsed workflow (Snakemake's API) under config/config.yaml and `configfiles`."""
     from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
 
     files = [root / "config" / "config.yaml", *(root / c for c in configfiles)]
-    with SnakemakeApi(OutputSettings()) as api:
-        wf = api.workflow(resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(configfiles=files),
-                          snakefile=root / "Snakefile", workdir=root)
+    with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+        yield api.workflow(resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(configfiles=files),
+                           snakefile=root / "Snakefile", workdir=root)
+
+
+def workflow_rules(configfiles: list[str], root: Path = ROOT) -> dict[str, tuple[str | None, str | None]]:
+    """rule -> (benchmark pattern, log pattern)."""
+    with _workflow(configfiles, root) as wf:
         rules = {}
         for rule in wf._workflow.rules:
             log = rule.log[0] if rule.log else None
@@ -58,14 +70,84 @@ def workflow_rules(configfiles: list[str], root: Path = ROOT) -> dict[str, tuple
         return rules
 
 
-def rule_edges(configfiles: list[str], root: Path = ROOT) -> set[tuple[str, str]]:
-    args = [str(Path(sys.executable).parent / "snakemake"), "--forceall", "--d3dag", "--cores", "1"]
-    for c in configfiles:
-        args += ["--configfile", c]
-    proc = subprocess.run(args, cwd=root, capture_output=True, text=True, check=True)
-    graph = json.loads(proc.stdout[proc.stdout.index("{"):])
-    rule_of = {n["id"]: n["value"]["rule"] for n in graph["nodes"]}
-    return {(rule_of[e["u"]], rule_of[e["v"]]) for e in graph["edges"]}
+def job_graph(configfiles: list[str], root: Path = ROOT) -> list[dict]:
+    """Every job of the run (Snakemake's DAG, as with --forceall) in the DAG's order: its rule, its
+    wildcards and the indices of the jobs it waits on."""
+    from snakemake.settings.types import DAGSettings
+
+    with _workflow(configfiles, root) as wf:
+        workflow = wf.dag(dag_settings=DAGSettings(forceall=True)).workflow_api._workflow
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
+        workflow._build_dag()
+        dag = workflow.dag
+        order = list(dag.jobs)
+        index = {job: i for i, job in enumerate(order)}
+        return [{"rule": job.rule.name, "wildcards": dict(job.wildcards.items()),
+                 "deps": sorted(index[d] for d in dag._dependencies[job] if d in index)} for job in order]
+
+
+def rule_edges_of(graph: list[dict]) -> set[tuple[str, str]]:
+    return {(graph[d]["rule"], job["rule"]) for job in graph for d in job["deps"]}
+
+
+def bottom_levels(edges: set[tuple[str, str]], weight: dict[str, float]) -> dict[str, float]:
+    """Per rule: its weight plus the longest chain of weights of the rules that wait on it."""
+    succs = defaultdict(set)
+    nodes = set(weight)
+    for u, v in edges:
+        succs[u].add(v)
+        nodes |= {u, v}
+    memo: dict[str, float] = {}
+
+    def level(node: str) -> float:
+        if node not in memo:
+            memo[node] = weight.get(node, 0.0) + max((level(s) for s in succs[node]), default=0.0)
+        return memo[node]
+
+    return {n: level(n) for n in sorted(nodes)}
+
+
+def simulate(graph: list[dict], seconds: list[float], cores: int, priority: list[float] | None = None) -> float:
+    """The wall seconds of a list schedule on `cores` single-threaded slots: whenever a slot is free,
+    the ready job of highest priority starts (ties, or no priorities: the DAG's job order)."""
+    import heapq
+
+    waiting = [len(job["deps"]) for job in graph]
+    users = defaultdict(list)
+    for i, job in enumerate(graph):
+        for d in job["deps"]:
+            users[d].append(i)
+    key = (lambda i: (-priority[i], i)) if priority is not None else (lambda i: (0, i))
+    ready = [key(i) for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    running: list[tuple[float, int]] = []
+    now, done = 0.0, 0
+    while ready or running:
+        while ready and len(running) < cores:
+            i = heapq.heappop(ready)[1]
+            heapq.heappush(running, (now + seconds[i], i))
+        now, i = heapq.heappop(running)
+        done += 1
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, key(u))
+    if done != len(graph):
+        raise ValueError("the job graph has a cycle")
+    return now
+
+
+def job_seconds(graph: list[dict], found: list[dict]) -> tuple[list[float], int]:
+    """Each graph job's measured seconds (its benchmark file; 0 for a job without one) and how many
+    jobs had none."""
+    measured = {(j["rule"], tuple(sorted(j["wildcards"].items()))): j["seconds"] for j in found}
+    out, missing = [], 0
+    for job in graph:
+        hits = [s for (rule, wc), s in measured.items()
+                if rule == job["rule"] and all(job["wildcards"].get(k) == v for k, v in wc)]
+        missing += not hits
+        out.append(max(hits, default=0.0))
+    return out, missing
 
 
 def jobs(rules: dict, root: Path = ROOT) -> list[dict]:
@@ -145,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=ROOT,
                         help="the folder the run ran in (a copy of the workflow; default: this checkout)")
     parser.add_argument("--markdown", action="store_true", help="print the README's timing table only")
+    parser.add_argument("--simulate", action="store_true",
+                        help="replay the run's jobs on --cores in the DAG's order and longest chain first")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -168,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         per_rule[j["rule"]]["max"] = max(per_rule[j["rule"]]["max"], j["seconds"])
     total = sum(v["seconds"] for v in per_paper.values())
     total_step = sum(v["step"] for v in per_paper.values())
-    length, path = critical_path(rule_edges(args.configfile, root), {r: v["max"] for r, v in per_rule.items()})
+    graph = job_graph(args.configfile, root)
+    edges = rule_edges_of(graph)
+    length, path = critical_path(edges, {r: v["max"] for r, v in per_rule.items()})
     bound = max(length, total / args.cores)
 
     total_cpu = sum(v["cpu"] for v in per_paper.values())
@@ -187,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
                f"cores ran for {occ['under_seconds'] / 60:.1f} min, leaving {occ['idle_core_seconds'] / 60:.1f} "
                "core-minutes idle (start and end times from the benchmark files: a DAG run in pieces reads as one "
                "long run).")
+    if args.simulate:
+        summary += " " + simulation_summary(graph, found, args.cores,
+                                            bottom_levels(edges, {r: v["max"] for r, v in per_rule.items()}))
     if args.markdown:
         print("\n".join(head + body + foot))
         print()
@@ -200,6 +289,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r} | {v['jobs']} | {v['seconds']:.0f} | {v['step']:.0f} | {v['max']:.0f} |")
     print("\n" + summary)
     return 0
+
+
+def simulation_summary(graph: list[dict], found: list[dict], cores: int, levels: dict[str, float]) -> str:
+    seconds, missing = job_seconds(graph, found)
+    plain = simulate(graph, seconds, cores)
+    ranked = simulate(graph, seconds, cores, [levels.get(job["rule"], 0) for job in graph])
+    busy = sum(seconds)
+    return (f"Replayed on {cores} cores from the measured job times ({len(graph)} jobs, {missing} without a "
+            f"benchmark counted as 0 s): {plain / 60:.1f} min in the DAG's order (utilisation "
+            f"{busy / (cores * plain):.0%}), {ranked / 60:.1f} min longest chain first (rules ranked by their bottom level) "
+            f"(utilisation {busy / (cores * ranked):.0%}).")
 
 
 if __name__ == "__main__":

@@ -45,3 +45,59 @@ def test_a_jobs_end_is_its_benchmark_files_time(tmp_path):
     os.utime(path, (1000.0, 1000.0))
     (job,) = dag_profile.jobs(rules, tmp_path)
     assert job["end"] == 1000.0 and job["seconds"] == 8.1
+
+
+def _graph(rules_and_deps):
+    return [{"rule": rule, "wildcards": {}, "deps": deps} for rule, deps in rules_and_deps]
+
+
+def test_bottom_levels_add_the_longest_chain_that_waits_on_a_rule():
+    # a -> b -> d, a -> c -> d, e alone: a's level is a + max(b, c) + d
+    edges = {("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")}
+    levels = dag_profile.bottom_levels(edges, {"a": 1.0, "b": 5.0, "c": 2.0, "d": 3.0, "e": 4.0})
+    assert levels == {"a": 9.0, "b": 8.0, "c": 5.0, "d": 3.0, "e": 4.0}
+
+
+def test_longest_chain_first_ends_a_two_core_run_at_its_critical_path():
+    # chain A(10) -> B(10) and three 5 s jobs that do not wait on anything; 2 cores, 30 job-seconds.
+    # In the DAG's order (C, D, E, A, B) A starts at 5 and B ends at 25; longest chain first starts
+    # A at 0 beside C, and B ends at 20, the critical path
+    graph = _graph([("C", []), ("D", []), ("E", []), ("A", []), ("B", [3])])
+    seconds = [5.0, 5.0, 5.0, 10.0, 10.0]
+    assert dag_profile.simulate(graph, seconds, cores=2) == 25.0
+    levels = dag_profile.bottom_levels(dag_profile.rule_edges_of(graph), dict(zip("CDEAB", seconds)))
+    assert levels["A"] == 20.0
+    assert dag_profile.simulate(graph, seconds, cores=2, priority=[levels[j["rule"]] for j in graph]) == 20.0
+    # one core: the order cannot matter
+    assert dag_profile.simulate(graph, seconds, cores=1) == 35.0
+
+
+def test_simulate_against_brute_force_on_small_random_dags():
+    # every list schedule: the simulated wall is at least the best order's and the critical path,
+    # and on enough cores equals the critical path
+    import itertools
+    import random
+
+    rng = random.Random(0)
+    for _ in range(20):
+        n = 5
+        graph = _graph([(f"r{i}", sorted(rng.sample(range(i), rng.randint(0, i)))) for i in range(n)])
+        seconds = [float(rng.randint(1, 9)) for _ in range(n)]
+        finish = []
+        for i, job in enumerate(graph):
+            finish.append(seconds[i] + max((finish[d] for d in job["deps"]), default=0.0))
+        path = max(finish)
+        assert dag_profile.simulate(graph, seconds, cores=n) == path
+        best = min(dag_profile.simulate(graph, seconds, cores=2, priority=[-p.index(i) for i in range(n)])
+                   for p in itertools.permutations(range(n)))
+        got = dag_profile.simulate(graph, seconds, cores=2)
+        assert max(path, sum(seconds) / 2) <= best <= got <= sum(seconds)
+
+
+def test_job_seconds_match_a_jobs_wildcards_to_its_benchmark():
+    graph = [{"rule": "p_train", "wildcards": {"variant": "a", "seed": "1"}, "deps": []},
+             {"rule": "p_train", "wildcards": {"variant": "b", "seed": "1"}, "deps": []},
+             {"rule": "all", "wildcards": {}, "deps": [0, 1]}]
+    found = [{"rule": "p_train", "wildcards": {"variant": "a", "seed": "1"}, "seconds": 3.0},
+             {"rule": "p_train", "wildcards": {"variant": "b", "seed": "1"}, "seconds": 7.0}]
+    assert dag_profile.job_seconds(graph, found) == ([3.0, 7.0, 0.0], 1)
