@@ -11,9 +11,9 @@ rule dependencies from its job DAG (as with --forceall). The critical path is co
 graph with each rule weighted by its slowest job: the run's duration on unlimited cores; on C
 cores a run lasts at least max(critical path, job-seconds / C).
 
-`--simulate` replays the run's jobs on C cores from their measured times, as Snakemake's local
-scheduler starts them: (a) in the DAG's job order, what it does when every rule has the same
-priority, as here, and (b) longest chain first (each rule ranked by its bottom level: its slowest
+`--simulate` replays the run's jobs on C cores from their measured times as a list schedule (a
+free core takes the next ready job): (a) in the DAG's job order, a stand-in for the order
+Snakemake picks among jobs of equal priority (every rule's, here), and (b) longest chain first (each rule ranked by its bottom level: its slowest
 job plus the longest chain of rules that wait on it), the order rule priorities would give. When
 (b) is not shorter, priorities would not shorten the run.
 """
@@ -91,20 +91,9 @@ def rule_edges_of(graph: list[dict]) -> set[tuple[str, str]]:
 
 
 def bottom_levels(edges: set[tuple[str, str]], weight: dict[str, float]) -> dict[str, float]:
-    """Per rule: its weight plus the longest chain of weights of the rules that wait on it."""
-    succs = defaultdict(set)
-    nodes = set(weight)
-    for u, v in edges:
-        succs[u].add(v)
-        nodes |= {u, v}
-    memo: dict[str, float] = {}
-
-    def level(node: str) -> float:
-        if node not in memo:
-            memo[node] = weight.get(node, 0.0) + max((level(s) for s in succs[node]), default=0.0)
-        return memo[node]
-
-    return {n: level(n) for n in sorted(nodes)}
+    """Per rule: its weight plus the longest chain of weights of the rules that wait on it (the
+    longest path ending at it in the reversed graph)."""
+    return {n: length for n, (length, _) in longest_paths({(v, u) for u, v in edges}, weight).items()}
 
 
 def simulate(graph: list[dict], seconds: list[float], cores: int, priority: list[float] | None = None) -> float:
@@ -203,7 +192,8 @@ def occupancy(spans: list[tuple[float, float]], cores: int) -> dict:
             "under_seconds": under, "idle_core_seconds": idle}
 
 
-def critical_path(edges: set[tuple[str, str]], weight: dict[str, float]) -> tuple[float, list[str]]:
+def longest_paths(edges: set[tuple[str, str]], weight: dict[str, float]) -> dict[str, tuple[float, list[str]]]:
+    """Per node: the heaviest path of weights that ends at it (its length and nodes)."""
     preds = defaultdict(set)
     nodes = set(weight)
     for u, v in edges:
@@ -217,7 +207,11 @@ def critical_path(edges: set[tuple[str, str]], weight: dict[str, float]) -> tupl
             memo[node] = (best[0] + weight.get(node, 0.0), best[1] + [node])
         return memo[node]
 
-    return max((longest(n) for n in nodes), key=lambda t: t[0])
+    return {n: longest(n) for n in sorted(nodes)}
+
+
+def critical_path(edges: set[tuple[str, str]], weight: dict[str, float]) -> tuple[float, list[str]]:
+    return max(longest_paths(edges, weight).values(), key=lambda t: t[0])
 
 
 def main(argv: list[str] | None = None) -> int:
